@@ -1,0 +1,6 @@
+#[piton_guest_sdk::tool]
+fn read_file(path: String) -> String {
+    path
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+/// Read a file.
+#[piton_guest_sdk::tool(read_only, destructive = true)]
+fn read_file(path: String) -> String {
+    path
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+struct Opaque;
+
+/// Make something.
+#[piton_guest_sdk::tool]
+fn make() -> Opaque {
+    Opaque
+}
+
+fn main() {}

@@ -1,0 +1,120 @@
+//! Errors that stop a run, and errors that keep a plugin from loading.
+
+use std::time::Duration;
+
+use crate::ToolSource;
+
+/// Why a call stops the run instead of giving the model a result.
+///
+/// A trap is a bug in the tool (the seed: "an exception stops the run"); the CLI
+/// exits 3 and MCP answers with a JSON-RPC error.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No tool has this name.
+    #[error("unknown tool `{name}`; known tools: {}", known_list(.known))]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// Every name the registry knows, sorted.
+        known: Vec<String>,
+    },
+    /// The tool trapped: a panic, a limit, or a broken contract.
+    #[error("tool `{tool}` {trap}")]
+    Trap {
+        /// The tool's name.
+        tool: String,
+        /// What happened.
+        trap: Trap,
+    },
+    /// The host could not run the call (for example, no instance slot was free).
+    #[error("tool `{tool}` could not run: {message}")]
+    Host {
+        /// The tool's name.
+        tool: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl CallError {
+    /// A trap of `tool`.
+    pub fn trap(tool: impl Into<String>, trap: Trap) -> Self {
+        Self::Trap {
+            tool: tool.into(),
+            trap,
+        }
+    }
+}
+
+fn known_list(known: &[String]) -> String {
+    if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.join(", ")
+    }
+}
+
+/// What a trap was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Trap {
+    /// The call ran past its deadline.
+    #[error("exceeded its deadline of {0:?} and was stopped")]
+    Deadline(Duration),
+    /// The guest tried to grow its memory past the limit.
+    #[error("exceeded its memory limit of {} and trapped", crate::limits::format_size(*.0))]
+    Memory(u64),
+    /// The result was larger than the output limit.
+    #[error("returned {actual} bytes, over its output limit of {}", crate::limits::format_size(*.limit))]
+    Output {
+        /// The limit in bytes.
+        limit: u64,
+        /// What the tool returned.
+        actual: u64,
+    },
+    /// The guest trapped (a panic is an `unreachable` trap) or broke the contract.
+    #[error("trapped: {0}")]
+    Guest(String),
+}
+
+/// Why a plugin did not load. The other plugins still load.
+#[derive(Debug, thiserror::Error)]
+#[error("{plugin}: {kind}")]
+pub struct LoadError {
+    /// The file (or bundled name) that failed.
+    pub plugin: ToolSource,
+    /// Why.
+    pub kind: LoadErrorKind,
+}
+
+/// The reason in a [`LoadError`].
+#[derive(Debug, thiserror::Error)]
+pub enum LoadErrorKind {
+    /// The file could not be read.
+    #[error("cannot read the file: {0}")]
+    Io(#[from] std::io::Error),
+    /// Not a WebAssembly component, or it does not compile.
+    #[error(
+        "not a loadable WebAssembly component ({0}); build it for wasm32-wasip2 or with \
+         `wasm-tools component new`"
+    )]
+    Compile(String),
+    /// It does not export `piton:tool/tool@0.1.0`, or imports something piton does not give.
+    #[error("does not fit the piton:tool@0.1.0 `plugin` world: {0}")]
+    Contract(String),
+    /// `spec` or `hints` trapped or ran too long.
+    #[error("trapped while reading its spec or hints: {0}")]
+    Trap(String),
+    /// The tool's spec or hints break a rule.
+    #[error("{0}")]
+    Invalid(String),
+    /// Two tools with one name.
+    #[error(
+        "tool `{name}` is also defined by {other}; rename one (piton.toml can rename) or remove it"
+    )]
+    Duplicate {
+        /// The name both use.
+        name: String,
+        /// The source that loaded first.
+        other: ToolSource,
+    },
+}

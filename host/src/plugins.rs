@@ -1,0 +1,101 @@
+//! Loading a plugins folder (or the bundled examples) into a [`Registry`].
+
+use std::path::{Path, PathBuf};
+
+use crate::wasm::{WasmRuntime, WasmTool};
+use crate::{LoadError, Registry, ToolSource};
+
+/// Where the plugins come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PluginsAt {
+    /// Every `*.wasm` file in a folder.
+    Folder(PathBuf),
+    /// The examples built into this binary.
+    Bundled,
+}
+
+impl PluginsAt {
+    /// The CLI's rule: `flag`, else `$PITON_PLUGINS`, else `./plugins` if it holds
+    /// `.wasm` files, else the bundled examples.
+    pub fn resolve(flag: Option<PathBuf>) -> Self {
+        if let Some(dir) = flag.or_else(|| {
+            std::env::var_os("PITON_PLUGINS")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        }) {
+            return Self::Folder(dir);
+        }
+        let local = Path::new("plugins");
+        if wasm_files(local).is_ok_and(|files| !files.is_empty()) {
+            return Self::Folder(local.to_path_buf());
+        }
+        Self::Bundled
+    }
+}
+
+/// A registry and the plugins that did not load.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Every tool that loaded.
+    pub registry: Registry,
+    /// Every plugin that did not, with the reason.
+    pub errors: Vec<LoadError>,
+}
+
+/// Why a plugins folder could not be read at all.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the plugins folder {}: {source}; pass --plugins DIR or set PITON_PLUGINS", .folder.display())]
+pub struct FolderError {
+    /// The folder.
+    pub folder: PathBuf,
+    /// The reason.
+    pub source: std::io::Error,
+}
+
+/// Loads every plugin of `at`. A plugin that fails is reported in
+/// [`Loaded::errors`] and the others still load; two tools with one name keep the
+/// first (by file name) and report the second, naming both.
+pub async fn load(runtime: &WasmRuntime, at: &PluginsAt) -> Result<Loaded, FolderError> {
+    let loads: Vec<Result<WasmTool, LoadError>> = match at {
+        PluginsAt::Folder(folder) => {
+            let files = wasm_files(folder).map_err(|source| FolderError {
+                folder: folder.clone(),
+                source,
+            })?;
+            futures::future::join_all(files.iter().map(|file| runtime.load_file(file))).await
+        }
+        PluginsAt::Bundled => {
+            futures::future::join_all(crate::bundled::plugins().iter().map(|(name, bytes)| {
+                runtime.load(ToolSource::Bundled((*name).to_owned()), bytes.to_vec())
+            }))
+            .await
+        }
+    };
+    let mut loaded = Loaded::default();
+    for load in loads {
+        let added = load.and_then(|tool| loaded.registry.add(tool));
+        if let Err(error) = added {
+            loaded.errors.push(error);
+        }
+    }
+    Ok(loaded)
+}
+
+/// The component bytes of the bundled example `package` (e.g. `"word-count"`).
+pub fn bundled_bytes(package: &str) -> Option<&'static [u8]> {
+    crate::bundled::plugins()
+        .iter()
+        .find(|(name, _)| *name == package)
+        .map(|(_, bytes)| *bytes)
+}
+
+/// The `*.wasm` files directly in `folder`, sorted by name.
+fn wasm_files(folder: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && path.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}

@@ -1,0 +1,216 @@
+//! The tool model: what every tool in a [`Registry`](crate::Registry) is and returns.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::{CallError, Hints};
+
+/// The arguments of one call: a JSON object.
+pub type Args = Map<String, Value>;
+
+/// What a call gives the model: content, or an error result it can handle.
+///
+/// A failure that should stop the run (a trap, a lost connection) is a
+/// [`CallError`] instead.
+pub type ToolResult = Result<Vec<Content>, ToolError>;
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The name the model calls, `[A-Za-z0-9_-]{1,64}`.
+    pub name: String,
+    /// What the model reads about the tool.
+    pub description: String,
+    /// The JSON Schema of the arguments: an object schema.
+    pub input_schema: Value,
+    /// False: in a batch the tool runs alone, after the other calls.
+    pub parallel: bool,
+}
+
+/// One block of a tool's result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    /// Text, given to the model as is.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A JSON document.
+    Json {
+        /// The document.
+        json: Value,
+    },
+    /// An image.
+    Image {
+        /// Its media type, such as `image/png`.
+        mime_type: String,
+        /// The encoded bytes.
+        #[serde(skip)]
+        data: Vec<u8>,
+    },
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// The text the model gets for this block: text as is, JSON as compact text,
+    /// an image as a short placeholder.
+    pub fn to_model_text(&self) -> String {
+        match self {
+            Self::Text { text } => text.clone(),
+            Self::Json { json } => json.to_string(),
+            Self::Image { mime_type, data } => format!("[image {mime_type}, {} bytes]", data.len()),
+        }
+    }
+
+    /// The bytes this block holds, for output limits.
+    pub fn size(&self) -> usize {
+        match self {
+            Self::Text { text } => text.len(),
+            Self::Json { json } => json.to_string().len(),
+            Self::Image { mime_type, data } => mime_type.len() + data.len(),
+        }
+    }
+}
+
+/// What a call with an empty result tells the model.
+pub const DONE: &str = "(done)";
+
+/// A failure the model sees as an error result; the run goes on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments are wrong (the seed's `ToolInputError`).
+    #[error("(input error: {0})")]
+    Input(String),
+    /// The tool could not do what was asked (the seed's `ToolError`).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Where a tool comes from, for listings and error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolSource {
+    /// A component file in a plugins folder.
+    File(PathBuf),
+    /// An example plugin built into the piton binary.
+    Bundled(String),
+    /// A tool written in Rust and added through the library.
+    Native,
+}
+
+impl fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Bundled(name) => write!(f, "bundled:{name}"),
+            Self::Native => f.write_str("native"),
+        }
+    }
+}
+
+/// Whether a tool's hints are enforced by its sandbox or only declared by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HintsTrust {
+    /// piton's sandbox holds the tool to its hints (wasm tools).
+    Enforced,
+    /// The tool says so; nothing checks it (native and MCP tools).
+    Declared,
+}
+
+/// Any tool: a wasm plugin, native Rust, or (later) an MCP server's tool.
+///
+/// Object safe, so a [`Registry`](crate::Registry) holds `Arc<dyn Tool>`. The registry
+/// checks the arguments against the input schema and narrows the call's hints before
+/// [`Tool::call`] runs.
+#[async_trait::async_trait]
+pub trait Tool: std::any::Any + Send + Sync {
+    /// The tool as the model sees it.
+    fn spec(&self) -> &ToolSpec;
+
+    /// The tool's own hints: the worst case for any call.
+    fn hints(&self) -> Hints;
+
+    /// Whether the hints are enforced or only declared.
+    fn hints_trust(&self) -> HintsTrust {
+        HintsTrust::Declared
+    }
+
+    /// Where the tool comes from.
+    fn source(&self) -> ToolSource {
+        ToolSource::Native
+    }
+
+    /// The hints of one call, or `None` when unsure (the tool's own hints apply).
+    /// The registry clamps an answer wider than [`Tool::hints`].
+    async fn hints_for(&self, _args: &Args) -> Result<Option<Hints>, CallError> {
+        Ok(None)
+    }
+
+    /// Runs one call whose arguments fit the input schema, with the call's hints.
+    async fn call(&self, args: Args, hints: Hints) -> Result<ToolResult, CallError>;
+}
+
+/// A shared tool.
+pub type DynTool = Arc<dyn Tool>;
+
+/// Checks a tool name against `[A-Za-z0-9_-]{1,64}`.
+pub fn check_tool_name(name: &str) -> Result<(), String> {
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "tool name {name:?} is not allowed: use 1 to 64 letters, digits, '_' or '-'"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names() {
+        for good in ["a", "word_count", "files-v2", &"x".repeat(64)] {
+            assert!(check_tool_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "has space", "dot.name", "ü", &"x".repeat(65)] {
+            assert!(check_tool_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn model_text_of_each_block() {
+        assert_eq!(Content::text("hi").to_model_text(), "hi");
+        let json = Content::Json {
+            json: serde_json::json!({"a": 1}),
+        };
+        assert_eq!(json.to_model_text(), r#"{"a":1}"#);
+        let image = Content::Image {
+            mime_type: "image/png".into(),
+            data: vec![0; 3],
+        };
+        assert_eq!(image.to_model_text(), "[image image/png, 3 bytes]");
+    }
+
+    #[test]
+    fn input_errors_read_as_the_seed_says() {
+        assert_eq!(
+            ToolError::Input("missing field `text`".into()).to_string(),
+            "(input error: missing field `text`)"
+        );
+        assert_eq!(ToolError::Failed("boom".into()).to_string(), "boom");
+    }
+}

@@ -1,0 +1,10 @@
+//! Host bindings of the `piton:tool` `plugin` world (wit/tool.wit).
+#![allow(missing_docs, unreachable_pub)]
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "plugin",
+    exports: { default: async },
+});
+
+pub use exports::piton::tool::tool::{Content, ToolError, ToolHints, ToolSpec};

@@ -1,0 +1,12 @@
+//! WebAssembly tools: the engine, loading with a compile cache, and a fresh
+//! sandboxed instance for every call.
+
+pub mod bindings;
+mod cache;
+mod output;
+mod runtime;
+mod sandbox;
+mod tool;
+
+pub use runtime::{RuntimeConfig, RuntimeError, WasmRuntime};
+pub use tool::{ComponentInfo, ReusedInstance, WasmTool};

@@ -1,0 +1,121 @@
+//! The state of one call's store: a WASI context that grants nothing, captured
+//! output, and the memory limiter.
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::output::CapturedOutput;
+use crate::Limits;
+
+/// Table elements a guest may have: far above what real tools use (a Rust guest has
+/// a few hundred), far below what would strain the host.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+/// One call's store data.
+pub(crate) struct Sandbox {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) stdout: CapturedOutput,
+    pub(crate) stderr: CapturedOutput,
+}
+
+impl Sandbox {
+    /// A sandbox with no capabilities: no preopened directories, no network (no TCP,
+    /// UDP or name lookup, every address refused), no environment variables, no
+    /// arguments, an empty stdin, and stdout/stderr captured up to `limits.max_log`.
+    pub(crate) fn deny_all(limits: &Limits) -> Self {
+        let stdout = CapturedOutput::new(limits.max_log);
+        let stderr = CapturedOutput::new(limits.max_log);
+        let mut wasi = WasiCtxBuilder::new();
+        // WasiCtxBuilder already defaults to no env, args or preopens and a closed
+        // stdin; sockets are "allowed with every address denied", so switch the
+        // protocols off too rather than rely on the address check alone.
+        wasi.stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .socket_addr_check(|_, _| Box::pin(async { false }));
+        Self {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter::new(limits.memory),
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl WasiView for Sandbox {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Refuses memory growth past the call's limit, summed over the store's memories,
+/// and remembers that it did so the trap can name the limit.
+#[derive(Debug)]
+pub(crate) struct MemoryLimiter {
+    limit: u64,
+    total: u64,
+    pub(crate) exceeded: bool,
+}
+
+impl MemoryLimiter {
+    fn new(limit: u64) -> Self {
+        Self {
+            limit,
+            total: 0,
+            exceeded: false,
+        }
+    }
+
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.total.saturating_add((desired - current) as u64);
+        if total > self.limit {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        self.total = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_is_limited_in_total() {
+        let mut limiter = MemoryLimiter::new(100);
+        assert!(limiter.memory_growing(0, 60, None).unwrap());
+        assert!(limiter.memory_growing(0, 40, None).unwrap());
+        assert!(!limiter.memory_growing(40, 41, None).unwrap());
+        assert!(limiter.exceeded);
+    }
+}

@@ -1,0 +1,424 @@
+//! A tool that is a WebAssembly component: loaded once, run in a fresh instance per call.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::time::Instant;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasmtime::{Store, UpdateDeadline};
+
+use super::bindings::{self, Plugin, PluginPre};
+use super::runtime::WasmRuntime;
+use super::sandbox::Sandbox;
+use crate::error::{LoadErrorKind, Trap};
+use crate::{
+    Args, CallError, Content, Hints, HintsTrust, Limits, LoadError, Tool, ToolError, ToolResult,
+    ToolSource, ToolSpec,
+};
+
+/// Facts about a component file, for `piton inspect`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ComponentInfo {
+    /// The SHA-256 of the component's bytes, in hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The interfaces it imports (the WASI it may use, if granted).
+    pub imports: Vec<String>,
+}
+
+/// A wasm tool: its spec and hints, read once at load, and its pre-linked component.
+pub struct WasmTool {
+    runtime: WasmRuntime,
+    pre: PluginPre<Sandbox>,
+    spec: ToolSpec,
+    hints: Hints,
+    source: ToolSource,
+    limits: Limits,
+    info: ComponentInfo,
+}
+
+impl std::fmt::Debug for WasmTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmTool")
+            .field("name", &self.spec.name)
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Raised by the epoch callback when a call's deadline has passed.
+#[derive(Debug, thiserror::Error)]
+#[error("deadline exceeded")]
+struct DeadlineExceeded;
+
+/// What to do inside a fresh instance.
+type GuestOp<R> = Box<
+    dyn for<'s> FnOnce(
+            &'s mut Store<Sandbox>,
+            Plugin,
+        ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 's>>
+        + Send,
+>;
+
+impl WasmRuntime {
+    /// Loads the component in `path` as a tool.
+    pub async fn load_file(&self, path: &Path) -> Result<WasmTool, LoadError> {
+        let source = ToolSource::File(path.to_path_buf());
+        match tokio::fs::read(path).await {
+            Ok(bytes) => self.load(source, bytes).await,
+            Err(e) => Err(LoadError {
+                plugin: source,
+                kind: LoadErrorKind::Io(e),
+            }),
+        }
+    }
+
+    /// Loads a component from its bytes: compiles it (or takes it from the compile
+    /// cache), checks that it fits the `plugin` world, and reads its spec and hints in
+    /// an instance with no capabilities.
+    pub async fn load(&self, source: ToolSource, bytes: Vec<u8>) -> Result<WasmTool, LoadError> {
+        let fail = |kind| LoadError {
+            plugin: source.clone(),
+            kind,
+        };
+        let runtime = self.clone();
+        let (component, info) = tokio::task::spawn_blocking(move || {
+            let sha256 = hex::encode(Sha256::digest(&bytes));
+            let component = runtime.compile(&bytes, &sha256)?;
+            let engine = &runtime.inner.engine;
+            let imports = component
+                .component_type()
+                .imports(engine)
+                .map(|(name, _)| name.to_owned())
+                .collect();
+            let info = ComponentInfo {
+                sha256,
+                size: bytes.len() as u64,
+                imports,
+            };
+            wasmtime::Result::Ok((component, info))
+        })
+        .await
+        .map_err(|e| fail(LoadErrorKind::Compile(e.to_string())))?
+        .map_err(|e| fail(LoadErrorKind::Compile(root_message(&e))))?;
+
+        let instance_pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| fail(LoadErrorKind::Contract(root_message(&e))))?;
+        let pre = PluginPre::new(instance_pre)
+            .map_err(|e| fail(LoadErrorKind::Contract(root_message(&e))))?;
+
+        let mut tool = WasmTool {
+            runtime: self.clone(),
+            pre,
+            spec: ToolSpec {
+                name: String::new(),
+                description: String::new(),
+                input_schema: serde_json::Value::Null,
+                parallel: true,
+            },
+            hints: Hints::default(),
+            source: source.clone(),
+            limits: Limits::default(),
+            info,
+        };
+        let (spec, hints) = tool
+            .in_fresh_instance(
+                &Limits::default(),
+                Box::new(|store, plugin| {
+                    Box::pin(async move {
+                        let guest = plugin.piton_tool_tool();
+                        let spec = guest.call_spec(&mut *store).await?;
+                        let hints = guest.call_hints(&mut *store).await?;
+                        Ok((spec, hints))
+                    })
+                }),
+            )
+            .await
+            .map_err(|e| fail(LoadErrorKind::Trap(trap_text(e))))?;
+        tool.spec = ToolSpec {
+            input_schema: serde_json::from_str(&spec.input_schema).map_err(|e| {
+                fail(LoadErrorKind::Invalid(format!(
+                    "its input schema is not JSON: {e}"
+                )))
+            })?,
+            name: spec.name,
+            description: spec.description,
+            parallel: spec.parallel,
+        };
+        tool.hints = from_wit_hints(hints)
+            .validate()
+            .map_err(|e| fail(LoadErrorKind::Invalid(format!("its hints: {e}"))))?;
+        Ok(tool)
+    }
+}
+
+impl WasmTool {
+    /// The component's hash, size and imports.
+    pub fn info(&self) -> &ComponentInfo {
+        &self.info
+    }
+
+    /// The limits each call runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Sets the limits each call runs under.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Runs `op` in a fresh instance with no capabilities, under `limits`: a memory
+    /// limit, a deadline (epoch callback for running code, a timer for code waiting in
+    /// a host call), and captured output logged with the tool's name.
+    async fn in_fresh_instance<R: Send>(
+        &self,
+        limits: &Limits,
+        op: GuestOp<R>,
+    ) -> Result<R, CallError> {
+        let name = self.spec.name.as_str();
+        let _slot = self
+            .runtime
+            .inner
+            .slots
+            .acquire()
+            .await
+            .map_err(|e| CallError::Host {
+                tool: name.to_owned(),
+                message: e.to_string(),
+            })?;
+        let mut store = self.new_store(limits);
+        let outcome = tokio::time::timeout(limits.timeout, async {
+            let plugin = self.pre.instantiate_async(&mut store).await?;
+            op(&mut store, plugin).await
+        })
+        .await;
+
+        let sandbox = store.data();
+        for (stream, captured) in [("stdout", &sandbox.stdout), ("stderr", &sandbox.stderr)] {
+            if let Some(text) = captured.text() {
+                tracing::info!(tool = name, stream, "{text}");
+            }
+        }
+        let error = match outcome {
+            Ok(Ok(value)) => return Ok(value),
+            Err(_elapsed) => return Err(CallError::trap(name, Trap::Deadline(limits.timeout))),
+            Ok(Err(error)) => error,
+        };
+        let trap = if sandbox.limiter.exceeded {
+            Trap::Memory(sandbox.limiter.limit())
+        } else if error.is::<DeadlineExceeded>() {
+            Trap::Deadline(limits.timeout)
+        } else {
+            let mut message = root_message(&error);
+            if let Some(stderr) = sandbox.stderr.text() {
+                let tail: String = stderr
+                    .trim_end()
+                    .chars()
+                    .rev()
+                    .take(500)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                message.push_str(&format!(" (stderr: {tail})"));
+            }
+            Trap::Guest(message)
+        };
+        Err(CallError::trap(name, trap))
+    }
+
+    /// A store with no capabilities, the memory limiter, and a deadline checked at
+    /// every epoch tick.
+    fn new_store(&self, limits: &Limits) -> Store<Sandbox> {
+        let mut store = Store::new(&self.runtime.inner.engine, Sandbox::deny_all(limits));
+        store.limiter(|sandbox| &mut sandbox.limiter);
+        let deadline = Instant::now() + limits.timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Err(wasmtime::Error::new(DeadlineExceeded))
+            } else {
+                // Yield at every tick so that a guest that never stops computing
+                // still lets the executor run other calls.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store
+    }
+
+    /// One instance kept for many runs, to measure what a fresh instance per call
+    /// costs. piton never runs tool calls this way: state would survive between them.
+    pub async fn reused_instance(&self) -> Result<ReusedInstance<'_>, CallError> {
+        let mut store = self.new_store(&self.limits);
+        let plugin = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| self.guest_trap(root_message(&e)))?;
+        Ok(ReusedInstance {
+            tool: self,
+            store,
+            plugin,
+        })
+    }
+
+    fn guest_trap(&self, message: String) -> CallError {
+        CallError::trap(self.spec.name.clone(), Trap::Guest(message))
+    }
+
+    /// Turns the guest's content into the host's, enforcing the output limit.
+    fn convert(
+        &self,
+        result: Result<Vec<bindings::Content>, bindings::ToolError>,
+    ) -> Result<ToolResult, CallError> {
+        let limit = self.limits.max_output;
+        let size: usize = match &result {
+            Ok(list) => list
+                .iter()
+                .map(|c| match c {
+                    bindings::Content::Text(t) | bindings::Content::Json(t) => t.len(),
+                    bindings::Content::Image(i) => i.data.len() + i.mime_type.len(),
+                })
+                .sum(),
+            Err(bindings::ToolError::Input(m) | bindings::ToolError::Failed(m)) => m.len(),
+        };
+        if size as u64 > limit {
+            return Err(CallError::trap(
+                self.spec.name.clone(),
+                Trap::Output {
+                    limit,
+                    actual: size as u64,
+                },
+            ));
+        }
+        let list = match result {
+            Ok(list) => list,
+            Err(bindings::ToolError::Input(m)) => return Ok(Err(ToolError::Input(m))),
+            Err(bindings::ToolError::Failed(m)) => return Ok(Err(ToolError::Failed(m))),
+        };
+        let mut content = Vec::with_capacity(list.len());
+        for block in list {
+            content.push(match block {
+                bindings::Content::Text(text) => Content::Text { text },
+                bindings::Content::Json(text) => Content::Json {
+                    json: serde_json::from_str(&text).map_err(|e| {
+                        self.guest_trap(format!("returned JSON content that does not parse: {e}"))
+                    })?,
+                },
+                bindings::Content::Image(image) => Content::Image {
+                    mime_type: image.mime_type,
+                    data: image.data,
+                },
+            });
+        }
+        Ok(Ok(content))
+    }
+}
+
+/// An instance of a [`WasmTool`] reused across runs; see [`WasmTool::reused_instance`].
+pub struct ReusedInstance<'a> {
+    tool: &'a WasmTool,
+    store: Store<Sandbox>,
+    plugin: Plugin,
+}
+
+impl ReusedInstance<'_> {
+    /// Runs the tool's `run` export in this instance with `args` (JSON object text).
+    /// The deadline counts from when the instance was made.
+    pub async fn run(&mut self, args: &str) -> Result<ToolResult, CallError> {
+        let result = self
+            .plugin
+            .piton_tool_tool()
+            .call_run(&mut self.store, args)
+            .await
+            .map_err(|e| self.tool.guest_trap(root_message(&e)))?;
+        self.tool.convert(result)
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for WasmTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn hints(&self) -> Hints {
+        self.hints
+    }
+
+    fn hints_trust(&self) -> HintsTrust {
+        HintsTrust::Enforced
+    }
+
+    fn source(&self) -> ToolSource {
+        self.source.clone()
+    }
+
+    async fn hints_for(&self, args: &Args) -> Result<Option<Hints>, CallError> {
+        let text = serde_json::Value::Object(args.clone()).to_string();
+        let answer = self
+            .in_fresh_instance(
+                &self.limits,
+                Box::new(move |store, plugin| {
+                    Box::pin(
+                        async move { plugin.piton_tool_tool().call_hints_for(store, &text).await },
+                    )
+                }),
+            )
+            .await?;
+        answer
+            .map(|hints| {
+                from_wit_hints(hints)
+                    .validate()
+                    .map_err(|e| self.guest_trap(format!("hints-for returned {e}")))
+            })
+            .transpose()
+    }
+
+    async fn call(&self, args: Args, _hints: Hints) -> Result<ToolResult, CallError> {
+        // The foundation sandbox grants nothing whatever the hints say; grants that
+        // the hints then bound come with piton.toml.
+        let text = serde_json::Value::Object(args).to_string();
+        let result = self
+            .in_fresh_instance(
+                &self.limits,
+                Box::new(move |store, plugin| {
+                    Box::pin(async move { plugin.piton_tool_tool().call_run(store, &text).await })
+                }),
+            )
+            .await?;
+        self.convert(result)
+    }
+}
+
+fn from_wit_hints(h: bindings::ToolHints) -> Hints {
+    Hints {
+        read_only: h.read_only,
+        destructive: h.destructive,
+        idempotent: h.idempotent,
+        open_world: h.open_world,
+    }
+}
+
+/// The innermost cause of a wasmtime error: the trap or the reason, without the
+/// backtrace and context lines that wrap it.
+fn root_message(error: &wasmtime::Error) -> String {
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(trap) => trap.to_string(),
+        None => error.root_cause().to_string(),
+    }
+}
+
+fn trap_text(error: CallError) -> String {
+    match error {
+        CallError::Trap { trap, .. } => trap.to_string(),
+        other => other.to_string(),
+    }
+}

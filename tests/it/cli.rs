@@ -1,0 +1,262 @@
+//! The `piton` CLI as a process: the README's promises and the exit codes.
+
+use std::io::Write as _;
+use std::process::Stdio;
+
+use piton_tests::{guests, plugins};
+
+use crate::support::*;
+
+#[test]
+fn list_shows_the_bundled_examples_with_hints_and_source() {
+    let out = run(piton().arg("list"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for name in ["word_count", "read_file", "checkerboard"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {text}"));
+        assert!(
+            line.contains("read_only, idempotent, closed_world"),
+            "{line}"
+        );
+        assert!(line.contains("bundled:"), "{line}");
+    }
+    assert!(text.contains("Count the words in a text."), "{text}");
+}
+
+#[test]
+fn list_json_is_machine_readable() {
+    let out = run(piton().args(["list", "--json"]));
+    let tools: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let word_count = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "word_count")
+        .unwrap();
+    assert_eq!(word_count["hints"]["read_only"], true);
+    assert_eq!(word_count["hints"]["open_world"], false);
+    assert_eq!(word_count["hints_are"], "enforced");
+}
+
+#[test]
+fn call_word_count_prints_3() {
+    let out = run(piton().args(["call", "word_count", r#"{"text":"a b c"}"#]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "3\n");
+}
+
+#[test]
+fn call_reads_arguments_from_stdin_with_a_dash() {
+    let mut child = piton()
+        .args(["call", "word_count", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"text":"one two"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&out), "2\n");
+}
+
+#[test]
+fn read_file_of_etc_passwd_exits_1_and_prints_none_of_it() {
+    let out = run(piton().args(["call", "read_file", r#"{"path":"/etc/passwd"}"#]));
+    assert_eq!(out.status.code(), Some(1));
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    for line in passwd.lines().filter(|l| !l.is_empty()) {
+        assert!(
+            !printed.contains(line),
+            "printed a line of /etc/passwd: {line}"
+        );
+    }
+    assert!(printed.contains("cannot read /etc/passwd"), "{printed}");
+}
+
+#[test]
+fn an_unknown_tool_exits_2_and_names_the_known_ones() {
+    let out = run(piton().args(["call", "no_such_tool", "{}"]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("unknown tool `no_such_tool`"), "{err}");
+    assert!(err.contains("word_count"), "{err}");
+}
+
+#[test]
+fn bad_arguments_are_input_errors_that_exit_1() {
+    for (args, expected) in [
+        (
+            "{not json",
+            "(input error: the arguments are not valid JSON",
+        ),
+        (
+            "[1, 2]",
+            "(input error: the arguments must be a JSON object, not an array)",
+        ),
+        (
+            r#"{"text": 3}"#,
+            "(input error: /text: 3 is not of type \"string\")",
+        ),
+        ("{}", "(input error: \"text\" is a required property)"),
+    ] {
+        let out = run(piton().args(["call", "word_count", args]));
+        assert_eq!(out.status.code(), Some(1), "{args}");
+        assert!(stderr(&out).contains(expected), "{args}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_usage_error_exits_2() {
+    let out = run(piton().args(["call"]));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_trap_exits_3_and_says_why() {
+    let folder = plugins_folder(&[("panic.wasm", guests::HOSTILE_PANIC)]);
+    let out = run(piton()
+        .args(["call", "panic", "--plugins"])
+        .arg(folder.path()));
+    assert_eq!(out.status.code(), Some(3));
+    let err = stderr(&out);
+    assert!(err.contains("tool `panic` trapped"), "{err}");
+    assert!(err.contains("the guest panicked on purpose"), "{err}");
+}
+
+#[test]
+fn an_image_result_is_saved_and_its_path_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(piton()
+        .args([
+            "call",
+            "checkerboard",
+            r#"{"size":16,"cells":4}"#,
+            "--image-dir",
+        ])
+        .arg(dir.path()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let path = text.trim().rsplit(" saved to ").next().unwrap();
+    let png = std::fs::read(path).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{text}");
+    assert!(text.starts_with("image (image/png,"), "{text}");
+}
+
+#[test]
+fn inspect_shows_schema_hints_imports_size_and_hash() {
+    let out = run(piton().args(["inspect", "word_count"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for expected in [
+        "name:        word_count",
+        "hints:       read_only, idempotent, closed_world (Enforced)",
+        "sha256:",
+        "size:",
+        "imports:",
+        "wasi:",
+        "\"text\"",
+    ] {
+        assert!(text.contains(expected), "{expected} in {text}");
+    }
+    let out = run(piton().args(["inspect", "word_count", "--json"]));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["component"]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        report["input_schema"]["required"],
+        serde_json::json!(["text"])
+    );
+}
+
+#[test]
+fn the_plugins_folder_comes_from_the_flag_then_the_environment_then_dot_plugins() {
+    let folder = plugins_folder(&[("counter.wasm", guests::HOSTILE_COUNTER)]);
+    let listed = |cmd: &mut std::process::Command| stdout(&run(cmd));
+    let by_flag = listed(piton().args(["list", "--plugins"]).arg(folder.path()));
+    assert!(
+        by_flag.contains("counter") && !by_flag.contains("word_count"),
+        "{by_flag}"
+    );
+    let by_env = listed(piton().arg("list").env("PITON_PLUGINS", folder.path()));
+    assert!(
+        by_env.contains("counter") && !by_env.contains("word_count"),
+        "{by_env}"
+    );
+
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join("plugins")).unwrap();
+    std::fs::copy(
+        guests::HOSTILE_COUNTER,
+        cwd.path().join("plugins/counter.wasm"),
+    )
+    .unwrap();
+    let by_cwd = listed(piton().arg("list").current_dir(cwd.path()));
+    assert!(
+        by_cwd.contains("counter") && !by_cwd.contains("word_count"),
+        "{by_cwd}"
+    );
+}
+
+#[test]
+fn a_bad_plugin_is_reported_by_file_and_the_others_still_load() {
+    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    std::fs::write(folder.path().join("garbage.wasm"), b"not wasm at all").unwrap();
+    let out = run(piton().args(["list", "--plugins"]).arg(folder.path()));
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("word_count"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("garbage.wasm: not a loadable WebAssembly component"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_tools_with_one_name_is_an_error_naming_both_files() {
+    let folder = plugins_folder(&[
+        ("a.wasm", plugins::WORD_COUNT),
+        ("b.wasm", plugins::WORD_COUNT),
+    ]);
+    let out = run(piton().args(["list", "--plugins"]).arg(folder.path()));
+    let err = stderr(&out);
+    assert!(
+        err.contains("b.wasm: tool `word_count` is also defined by"),
+        "{err}"
+    );
+    assert!(err.contains("a.wasm"), "{err}");
+    assert_eq!(stdout(&out).matches("word_count").count(), 1);
+}
+
+#[test]
+fn a_guest_flooding_stdout_never_reaches_piton_stdout() {
+    let folder = plugins_folder(&[("flood.wasm", guests::HOSTILE_FLOOD_STDOUT)]);
+    let out = run(piton()
+        .args(["call", "flood_stdout", "--plugins"])
+        .arg(folder.path()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "flooded\n");
+    assert!(
+        !stderr(&out).contains("FORGED"),
+        "guest output is logged only with -v"
+    );
+}
+
+#[test]
+fn the_host_environment_never_reaches_a_guest() {
+    let folder = plugins_folder(&[("env.wasm", guests::HOSTILE_READ_ENV)]);
+    let out = run(piton()
+        .args(["call", "read_env", "{}", "--plugins"])
+        .arg(folder.path())
+        .env("PITON_TEST_SECRET", "hunter2"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["env"], serde_json::json!([]));
+    assert!(!stdout(&out).contains("hunter2"));
+}

@@ -1,0 +1,129 @@
+//! Helpers that make each test read like the behaviour it checks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
+use piton_host::{CallError, Content, Limits, Registry, ToolResult};
+use serde_json::{Value, json};
+
+/// One runtime (one engine, one instance pool) for the whole test process.
+pub(crate) fn runtime() -> &'static WasmRuntime {
+    static RUNTIME: OnceLock<WasmRuntime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        WasmRuntime::new(RuntimeConfig {
+            cache_dir: Some(cache_dir()),
+            ..RuntimeConfig::default()
+        })
+        .expect("the runtime starts")
+    })
+}
+
+/// The compile cache the tests share, inside the target folder.
+pub(crate) fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("piton-cache")
+}
+
+/// Loads the component at `path` as a tool.
+pub(crate) async fn load(path: &str) -> WasmTool {
+    runtime()
+        .load_file(Path::new(path))
+        .await
+        .unwrap_or_else(|e| panic!("{path} loads: {e}"))
+}
+
+/// A registry of the given components, each with `limits`.
+pub(crate) async fn registry_of(paths: &[&str], limits: Limits) -> Registry {
+    let mut registry = Registry::new();
+    for path in paths {
+        let mut tool = load(path).await;
+        tool.set_limits(limits);
+        registry.add(tool).expect("no duplicate names");
+    }
+    registry
+}
+
+/// Calls `name` and expects content; returns the model text of each block.
+pub(crate) async fn call_ok(registry: &Registry, name: &str, args: Value) -> Vec<String> {
+    match registry.call(name, args).await {
+        Ok(Ok(content)) => content.iter().map(Content::to_model_text).collect(),
+        other => panic!("{name}: expected content, got {other:?}"),
+    }
+}
+
+/// Calls `name` and expects the call to stop the run; returns the error's text.
+pub(crate) async fn call_stops(registry: &Registry, name: &str, args: Value) -> String {
+    match registry.call(name, args).await {
+        Err(error @ CallError::Trap { .. }) => error.to_string(),
+        other => panic!("{name}: expected a trap, got {other:?}"),
+    }
+}
+
+/// Calls `name` and expects an error result.
+pub(crate) async fn call_error(
+    registry: &Registry,
+    name: &str,
+    args: Value,
+) -> piton_host::ToolError {
+    match registry.call(name, args).await {
+        Ok(Err(error)) => error,
+        other => panic!("{name}: expected an error result, got {other:?}"),
+    }
+}
+
+/// The host still works after whatever the last guest did: a fresh word_count call.
+pub(crate) async fn assert_host_alive() {
+    let registry = registry_of(&[piton_tests::guests::HOSTILE_COUNTER], Limits::default()).await;
+    assert_eq!(call_ok(&registry, "counter", json!({})).await, ["1"]);
+}
+
+/// The result of one call, for assertions that need its shape.
+pub(crate) fn texts(result: &ToolResult) -> Vec<String> {
+    result
+        .as_ref()
+        .map(|c| c.iter().map(Content::to_model_text).collect())
+        .unwrap_or_default()
+}
+
+/// The `piton` CLI, with the tests' compile cache and no plugins folder from the
+/// environment, run in an empty folder so `./plugins` does not apply.
+pub(crate) fn piton() -> Command {
+    static EMPTY: OnceLock<PathBuf> = OnceLock::new();
+    let cwd = EMPTY.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("empty-cwd");
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    });
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_piton-e2e"));
+    cmd.current_dir(cwd)
+        .env("PITON_CACHE_DIR", cache_dir())
+        .env_remove("PITON_PLUGINS")
+        .env_remove("PITON_LOG")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs the CLI and returns its output.
+pub(crate) fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("piton runs")
+}
+
+/// stdout as text.
+pub(crate) fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// stderr as text.
+pub(crate) fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A temporary plugins folder holding copies of `files` under the given names.
+pub(crate) fn plugins_folder(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, source) in files {
+        std::fs::copy(source, dir.path().join(name)).expect("copy a component");
+    }
+    dir
+}
