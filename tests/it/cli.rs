@@ -260,3 +260,28 @@ fn the_host_environment_never_reaches_a_guest() {
     assert_eq!(seen["env"], serde_json::json!([]));
     assert!(!stdout(&out).contains("hunter2"));
 }
+
+#[test]
+fn with_verbose_guest_output_is_logged_bounded_and_named_on_stderr() {
+    let folder = plugins_folder(&[("flood.wasm", guests::HOSTILE_FLOOD_STDOUT)]);
+    let out = run(piton()
+        .args(["-v", "call", "flood_stdout", "--plugins"])
+        .arg(folder.path()));
+    assert_eq!(stdout(&out), "flooded\n");
+    let err = stderr(&out);
+    let stdout_log = err
+        .lines()
+        .find(|l| l.contains("FORGED"))
+        .unwrap_or_else(|| panic!("the guest's stdout is logged: {err:.300}"));
+    assert!(
+        stdout_log.contains("tool=\"flood_stdout\""),
+        "{stdout_log:.300}"
+    );
+    assert!(
+        stdout_log.contains("stream=\"stdout\""),
+        "{stdout_log:.300}"
+    );
+    assert!(err.contains("more bytes dropped]"), "the rest is dropped");
+    // 16 MiB were written to each stream; 64 KiB of each are kept.
+    assert!(err.len() < 256 * 1024, "stderr holds {} bytes", err.len());
+}

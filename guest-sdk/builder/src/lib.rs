@@ -127,7 +127,14 @@ fn build(packages: &[String]) -> Vec<Artifact> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace_root())
-        .args(["build", "--profile", PROFILE, "--target", TARGET, "--target-dir"])
+        .args([
+            "build",
+            "--profile",
+            PROFILE,
+            "--target",
+            TARGET,
+            "--target-dir",
+        ])
         .arg(&target_dir);
     if env::var_os("CARGO_NET_OFFLINE").is_some() {
         cmd.arg("--offline");

@@ -88,9 +88,10 @@ impl WasmRuntime {
             .total_tables(n * 4)
             .total_stacks(n)
             .max_memory_size(usize::try_from(config.max_memory).unwrap_or(usize::MAX))
-            // Keep the first pages of each slot mapped between instances: a fresh
-            // instance then costs a memset, not page faults (the 25 µs budget).
-            .linear_memory_keep_resident(1 << 20)
+            // Keep the first pages of each slot mapped between instances (a memset
+            // instead of page faults), but few: the memset runs on every drop.
+            // Measured on word_count: 1 MiB 36 µs a call, 64 KiB 21 µs, 0 20 µs.
+            .linear_memory_keep_resident(64 << 10)
             .table_keep_resident(64 << 10);
         let mut wasm = Config::new();
         wasm.epoch_interruption(true)

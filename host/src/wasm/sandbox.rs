@@ -87,7 +87,9 @@ impl ResourceLimiter for MemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self.total.saturating_add((desired - current) as u64);
+        let total = self
+            .total
+            .saturating_add(desired.saturating_sub(current) as u64);
         if total > self.limit {
             self.exceeded = true;
             return Ok(false);
