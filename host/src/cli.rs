@@ -109,6 +109,7 @@ fn init_logging(verbose: u8) {
     // Logs go to stderr: stdout carries results (and, for `serve`, the protocol).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
         .with_writer(io::stderr)
         .try_init();
 }

@@ -203,7 +203,8 @@ impl WasmTool {
         let sandbox = store.data();
         for (stream, captured) in [("stdout", &sandbox.stdout), ("stderr", &sandbox.stderr)] {
             if let Some(text) = captured.text() {
-                tracing::info!(tool = name, stream, "{text}");
+                // Debug-quoted, so a guest's newlines cannot forge log lines.
+                tracing::info!(tool = name, stream, output = ?text, "guest output");
             }
         }
         let error = match outcome {
