@@ -29,8 +29,11 @@
 mod bundled;
 pub mod cli;
 mod error;
+mod fs;
+pub mod grants;
 mod hints;
 mod limits;
+mod net;
 pub mod plugins;
 mod registry;
 mod schema;

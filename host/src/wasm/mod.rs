@@ -9,4 +9,5 @@ mod sandbox;
 mod tool;
 
 pub use runtime::{RuntimeConfig, RuntimeError, WasmRuntime};
+pub(crate) use sandbox::SandboxError;
 pub use tool::{ComponentInfo, ReusedInstance, WasmTool};

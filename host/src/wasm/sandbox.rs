@@ -7,6 +7,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::output::CapturedOutput;
 use crate::Limits;
+use crate::grants::Capabilities;
 
 /// Table elements a guest may have: far above what real tools use (a Rust guest has
 /// a few hundred), far below what would strain the host.
@@ -14,18 +15,36 @@ const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
 /// One call's store data.
 pub(crate) struct Sandbox {
-    wasi: WasiCtx,
-    table: ResourceTable,
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) stdout: CapturedOutput,
     pub(crate) stderr: CapturedOutput,
+    /// The call's mounts and what it did in them (add-only bookkeeping).
+    pub(crate) fs: crate::fs::FsState,
+    /// The hosts the call may reach (sockets, DNS, HTTP).
+    pub(crate) net: crate::net::NetState,
 }
+
+/// Why a sandbox could not be built (a granted folder vanished, say).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot prepare the sandbox: {0}")]
+pub(crate) struct SandboxError(pub(crate) String);
 
 impl Sandbox {
     /// A sandbox with no capabilities: no preopened directories, no network (no TCP,
     /// UDP or name lookup, every address refused), no environment variables, no
     /// arguments, an empty stdin, and stdout/stderr captured up to `limits.max_log`.
     pub(crate) fn deny_all(limits: &Limits) -> Self {
+        match Self::new(limits, &Capabilities::default()) {
+            Ok(sandbox) => sandbox,
+            // Nothing to open, so nothing can fail; keep the type honest anyway.
+            Err(error) => unreachable!("an empty sandbox cannot fail: {error}"),
+        }
+    }
+
+    /// A sandbox with exactly `caps`, and otherwise as [`Sandbox::deny_all`].
+    pub(crate) fn new(limits: &Limits, caps: &Capabilities) -> Result<Self, SandboxError> {
         let stdout = CapturedOutput::new(limits.max_log);
         let stderr = CapturedOutput::new(limits.max_log);
         let mut wasi = WasiCtxBuilder::new();
@@ -37,14 +56,19 @@ impl Sandbox {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
-            .socket_addr_check(|_, _| Box::pin(async { false }));
-        Self {
+            .socket_addr_check(|_, _| Box::pin(async { false }))
+            .envs(&caps.env);
+        let fs = crate::fs::configure(&mut wasi, &caps.mounts)?;
+        let net = crate::net::configure(&mut wasi, &caps.network);
+        Ok(Self {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             limiter: MemoryLimiter::new(limits.memory),
             stdout,
             stderr,
-        }
+            fs,
+            net,
+        })
     }
 }
 

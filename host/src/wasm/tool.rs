@@ -13,6 +13,7 @@ use super::bindings::{self, Plugin, PluginPre};
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
 use crate::error::{LoadErrorKind, Trap};
+use crate::grants::{Capabilities, Grants};
 use crate::{
     Args, CallError, Content, Hints, HintsTrust, Limits, LoadError, Tool, ToolError, ToolResult,
     ToolSource, ToolSpec,
@@ -37,6 +38,7 @@ pub struct WasmTool {
     hints: Hints,
     source: ToolSource,
     limits: Limits,
+    grants: Grants,
     info: ComponentInfo,
 }
 
@@ -125,11 +127,13 @@ impl WasmRuntime {
             hints: Hints::default(),
             source: source.clone(),
             limits: Limits::default(),
+            grants: Grants::default(),
             info,
         };
         let (spec, hints) = tool
             .in_fresh_instance(
                 &Limits::default(),
+                &Capabilities::default(),
                 Box::new(|store, plugin| {
                     Box::pin(async move {
                         let guest = plugin.piton_tool_tool();
@@ -174,12 +178,23 @@ impl WasmTool {
         self.limits = limits;
     }
 
-    /// Runs `op` in a fresh instance with no capabilities, under `limits`: a memory
-    /// limit, a deadline (epoch callback for running code, a timer for code waiting in
-    /// a host call), and captured output logged with the tool's name.
+    /// The user's grants, which each call's hints bound.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// Sets the user's grants.
+    pub fn set_grants(&mut self, grants: Grants) {
+        self.grants = grants;
+    }
+
+    /// Runs `op` in a fresh instance with `caps` and nothing else, under `limits`: a
+    /// memory limit, a deadline (epoch callback for running code, a timer for code
+    /// waiting in a host call), and captured output logged with the tool's name.
     async fn in_fresh_instance<R: Send>(
         &self,
         limits: &Limits,
+        caps: &Capabilities,
         op: GuestOp<R>,
     ) -> Result<R, CallError> {
         let name = self.spec.name.as_str();
@@ -193,7 +208,11 @@ impl WasmTool {
                 tool: name.to_owned(),
                 message: e.to_string(),
             })?;
-        let mut store = self.new_store(limits);
+        let sandbox = Sandbox::new(limits, caps).map_err(|e| CallError::Host {
+            tool: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        let mut store = self.new_store(limits, sandbox);
         let outcome = tokio::time::timeout(limits.timeout, async {
             let plugin = self.pre.instantiate_async(&mut store).await?;
             op(&mut store, plugin).await
@@ -237,8 +256,8 @@ impl WasmTool {
 
     /// A store with no capabilities, the memory limiter, and a deadline checked at
     /// every epoch tick.
-    fn new_store(&self, limits: &Limits) -> Store<Sandbox> {
-        let mut store = Store::new(&self.runtime.inner.engine, Sandbox::deny_all(limits));
+    fn new_store(&self, limits: &Limits, sandbox: Sandbox) -> Store<Sandbox> {
+        let mut store = Store::new(&self.runtime.inner.engine, sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
         let deadline = Instant::now() + limits.timeout;
         store.set_epoch_deadline(1);
@@ -257,7 +276,7 @@ impl WasmTool {
     /// One instance kept for many runs, to measure what a fresh instance per call
     /// costs. piton never runs tool calls this way: state would survive between them.
     pub async fn reused_instance(&self) -> Result<ReusedInstance<'_>, CallError> {
-        let mut store = self.new_store(&self.limits);
+        let mut store = self.new_store(&self.limits, Sandbox::deny_all(&self.limits));
         let plugin = self
             .pre
             .instantiate_async(&mut store)
@@ -367,6 +386,7 @@ impl Tool for WasmTool {
         let answer = self
             .in_fresh_instance(
                 &self.limits,
+                &Capabilities::default(),
                 Box::new(move |store, plugin| {
                     Box::pin(
                         async move { plugin.piton_tool_tool().call_hints_for(store, &text).await },
@@ -383,13 +403,12 @@ impl Tool for WasmTool {
             .transpose()
     }
 
-    async fn call(&self, args: Args, _hints: Hints) -> Result<ToolResult, CallError> {
-        // The foundation sandbox grants nothing whatever the hints say; grants that
-        // the hints then bound come with piton.toml.
+    async fn call(&self, args: Args, hints: Hints) -> Result<ToolResult, CallError> {
         let text = serde_json::Value::Object(args).to_string();
         let result = self
             .in_fresh_instance(
                 &self.limits,
+                &self.grants.for_call(hints),
                 Box::new(move |store, plugin| {
                     Box::pin(async move { plugin.piton_tool_tool().call_run(store, &text).await })
                 }),

@@ -1,0 +1,1 @@
+//! Filesystem grants: read-only, add-only and read-write mounts, and escapes.

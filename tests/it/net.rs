@@ -1,0 +1,1 @@
+//! Network grants: sockets, DNS and outgoing HTTP, allowed host:port pairs only.
