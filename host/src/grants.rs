@@ -83,7 +83,10 @@ impl fmt::Display for NetGrant {
     }
 }
 
-fn header_names_only<S: serde::Serializer>(headers: &[(String, Secret)], s: S) -> Result<S::Ok, S::Error> {
+fn header_names_only<S: serde::Serializer>(
+    headers: &[(String, Secret)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
     s.collect_seq(headers.iter().map(|(name, _)| name))
 }
 
@@ -157,8 +160,16 @@ impl Grants {
             (MountMode::Write, false, true) => FsAccess::ReadWrite,
         };
         Capabilities {
-            mounts: self.mounts.iter().map(|m| (m.clone(), access(m.mode))).collect(),
-            network: if hints.open_world { self.network.clone() } else { Vec::new() },
+            mounts: self
+                .mounts
+                .iter()
+                .map(|m| (m.clone(), access(m.mode)))
+                .collect(),
+            network: if hints.open_world {
+                self.network.clone()
+            } else {
+                Vec::new()
+            },
             env: self.env.clone(),
         }
     }

@@ -1,7 +1,9 @@
 //! piton's end-to-end tests: one binary, a module per area.
 
 mod cli;
+mod fs;
 mod hostile;
 mod loading;
+mod net;
 mod registry;
 mod support;

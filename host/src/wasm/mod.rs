@@ -9,5 +9,5 @@ mod sandbox;
 mod tool;
 
 pub use runtime::{RuntimeConfig, RuntimeError, WasmRuntime};
-pub(crate) use sandbox::SandboxError;
+pub(crate) use sandbox::{Sandbox, SandboxError};
 pub use tool::{ComponentInfo, ReusedInstance, WasmTool};

@@ -101,6 +101,12 @@ impl WasmRuntime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| RuntimeError(e.to_string()))?;
+        // The filesystem and network layers replace some of WASI's functions with
+        // ones that hold a call to its capabilities.
+        linker.allow_shadowing(true);
+        crate::fs::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
+        crate::net::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
+        linker.allow_shadowing(false);
 
         let cache = config
             .cache_dir
