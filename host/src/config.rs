@@ -1,0 +1,549 @@
+//! piton.toml: per-tool grants, limits, trap handling and overrides, parsed once into
+//! types. Every error names the file, the key and how to fix it.
+//!
+//! ```toml
+//! [tools.read_file]
+//! mounts  = [{ host = "./data", guest = "/data", mode = "read" }]   # or "write"
+//! [tools.fetch_url]
+//! network = ["api.example.com:443", { host = "api.github.com:443", headers = { Authorization = "Bearer ${GITHUB_TOKEN}" } }]
+//! env     = { LANG = "C" }
+//! memory  = "64MiB"
+//! timeout = "5s"
+//! max_output = "1MiB"
+//! max_log = "64KiB"
+//! on_trap = "error"        # the seed's exception_handler; default "stop"
+//! name = "fetch"           # overrides: name, description, parallel,
+//! read_only = true         # and hints, which can only be made narrower
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::Hints;
+use crate::grants::{Grants, Mount, MountMode};
+use crate::limits::Limits;
+use crate::parse::{parse_duration, parse_net_grant, parse_size};
+use crate::tool::check_tool_name;
+use crate::wasm::WasmTool;
+
+/// A parsed piton.toml.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    /// The file it came from, for messages.
+    pub file: Option<PathBuf>,
+    /// Settings by tool name (the name the tool gives itself).
+    pub tools: BTreeMap<String, ToolConfig>,
+}
+
+/// What piton.toml says about one tool.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolConfig {
+    /// Mounts, network and environment.
+    pub grants: Grants,
+    /// Each call's limits.
+    pub limits: Limits,
+    /// Whether a trap stops the run (default) or becomes an error result.
+    pub on_trap: OnTrap,
+    /// A new name for the tool.
+    pub name: Option<String>,
+    /// A new description.
+    pub description: Option<String>,
+    /// A new parallel flag.
+    pub parallel: Option<bool>,
+    /// Hints to narrow the tool's own with; a wider one is an error when applied.
+    pub hints: HintOverrides,
+}
+
+/// Hints given in piton.toml; each can only make the tool's hints narrower.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HintOverrides {
+    /// `read_only = true` narrows.
+    pub read_only: Option<bool>,
+    /// `destructive = false` narrows.
+    pub destructive: Option<bool>,
+    /// `idempotent = false` narrows (idempotent lets the host retry).
+    pub idempotent: Option<bool>,
+    /// `open_world = false` narrows.
+    pub open_world: Option<bool>,
+}
+
+/// What a trap of the tool does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTrap {
+    /// Stop the run: the caller gets an `Err` (the default; a trap is a bug).
+    #[default]
+    Stop,
+    /// Give the model an error result naming the trap, and go on.
+    Error,
+}
+
+/// A piton.toml that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {key}: {message}", .file.display())]
+pub struct ConfigError {
+    /// The file.
+    pub file: PathBuf,
+    /// The key, such as `tools.read_file.mounts[0].host`; empty for the whole file.
+    pub key: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    #[serde(default)]
+    mounts: Vec<RawMount>,
+    #[serde(default)]
+    network: Vec<RawNet>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    memory: Option<String>,
+    timeout: Option<String>,
+    max_output: Option<String>,
+    max_log: Option<String>,
+    on_trap: Option<OnTrap>,
+    name: Option<String>,
+    description: Option<String>,
+    parallel: Option<bool>,
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+    idempotent: Option<bool>,
+    open_world: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMount {
+    host: String,
+    guest: String,
+    mode: MountMode,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawNet {
+    Plain(String),
+    WithHeaders {
+        host: String,
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl<'de> Deserialize<'de> for MountMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "read" => Ok(Self::Read),
+            "write" => Ok(Self::Write),
+            other => Err(serde::de::Error::custom(format!(
+                "mode {other:?} is not known: use \"read\" or \"write\""
+            ))),
+        }
+    }
+}
+
+impl Config {
+    /// Reads and parses `file`.
+    pub fn load(file: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
+            file: file.to_path_buf(),
+            key: String::new(),
+            message: format!("cannot read it: {e}"),
+        })?;
+        Self::parse(&text, file, &|name| std::env::var(name).ok())
+    }
+
+    /// Parses `text` as if read from `file`: relative paths are relative to the file's
+    /// folder, and `${VAR}` in header values comes from `env`.
+    pub fn parse(
+        text: &str,
+        file: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let fail = |key: String, message: String| ConfigError {
+            file: file.to_path_buf(),
+            key,
+            message,
+        };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            fail(
+                String::new(),
+                e.to_string().trim_end().replace('\n', "\n    "),
+            )
+        })?;
+        let base = file.parent().unwrap_or(Path::new("."));
+        let mut tools = BTreeMap::new();
+        for (name, raw) in raw.tools {
+            let key = format!("tools.{name}");
+            let tool = parse_tool(raw, &key, base, env).map_err(|(k, m)| fail(k, m))?;
+            tools.insert(name, tool);
+        }
+        Ok(Self {
+            file: Some(file.to_path_buf()),
+            tools,
+        })
+    }
+}
+
+type KeyError = (String, String);
+
+fn parse_tool(
+    raw: RawTool,
+    key: &str,
+    base: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ToolConfig, KeyError> {
+    let at = |sub: &str| format!("{key}.{sub}");
+    let mut mounts: Vec<Mount> = Vec::new();
+    for (i, m) in raw.mounts.into_iter().enumerate() {
+        let mount =
+            parse_mount(m, base).map_err(|(sub, msg)| (format!("{key}.mounts[{i}].{sub}"), msg))?;
+        if mounts.iter().any(|other| other.guest == mount.guest) {
+            return Err((
+                format!("{key}.mounts[{i}].guest"),
+                format!(
+                    "{} is mounted twice; give each mount its own guest path",
+                    mount.guest
+                ),
+            ));
+        }
+        mounts.push(mount);
+    }
+    let mut network = Vec::new();
+    for (i, n) in raw.network.into_iter().enumerate() {
+        let (host, headers) = match n {
+            RawNet::Plain(host) => (host, BTreeMap::new()),
+            RawNet::WithHeaders { host, headers } => (host, headers),
+        };
+        let grant = parse_net_grant(&host, &headers, env)
+            .map_err(|(sub, msg)| (format!("{key}.network[{i}]{sub}"), msg))?;
+        network.push(grant);
+    }
+    for name in raw.env.keys() {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err((
+                at("env"),
+                format!("{name:?} is not a variable name: no '=' or NUL, not empty"),
+            ));
+        }
+    }
+    let mut limits = Limits::default();
+    let size = |value: Option<String>, sub: &str, slot: &mut u64| -> Result<(), KeyError> {
+        if let Some(v) = value {
+            *slot = parse_size(&v).map_err(|m| (at(sub), m))?;
+        }
+        Ok(())
+    };
+    size(raw.memory, "memory", &mut limits.memory)?;
+    size(raw.max_output, "max_output", &mut limits.max_output)?;
+    size(raw.max_log, "max_log", &mut limits.max_log)?;
+    if let Some(t) = raw.timeout {
+        limits.timeout = parse_duration(&t).map_err(|m| (at("timeout"), m))?;
+    }
+    if let Some(name) = &raw.name {
+        check_tool_name(name).map_err(|m| (at("name"), m))?;
+    }
+    Ok(ToolConfig {
+        grants: Grants {
+            mounts,
+            network,
+            env: raw.env.into_iter().collect(),
+        },
+        limits,
+        on_trap: raw.on_trap.unwrap_or_default(),
+        name: raw.name,
+        description: raw.description,
+        parallel: raw.parallel,
+        hints: HintOverrides {
+            read_only: raw.read_only,
+            destructive: raw.destructive,
+            idempotent: raw.idempotent,
+            open_world: raw.open_world,
+        },
+    })
+}
+
+fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {
+    let host = base.join(&raw.host);
+    let host = host.canonicalize().map_err(|e| {
+        (
+            "host".to_owned(),
+            format!("{} cannot be used ({e}); create the folder or fix the path (relative paths are relative to piton.toml)", host.display()),
+        )
+    })?;
+    if !host.is_dir() {
+        return Err((
+            "host".to_owned(),
+            format!("{} is not a folder; mount a folder", host.display()),
+        ));
+    }
+    let guest = Path::new(&raw.guest);
+    let clean = guest.is_absolute()
+        && guest
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !clean {
+        return Err((
+            "guest".to_owned(),
+            format!(
+                "{:?} must be an absolute path without `.` or `..`, such as \"/data\"",
+                raw.guest
+            ),
+        ));
+    }
+    Ok(Mount {
+        host,
+        guest: raw.guest,
+        mode: raw.mode,
+    })
+}
+
+impl HintOverrides {
+    /// `hints` narrowed by these overrides; an override that would widen them is an
+    /// error naming the key.
+    pub fn narrow(self, hints: Hints) -> Result<Hints, String> {
+        let widen = |key: &str, value: bool| {
+            Err(format!(
+                "{key} = {value} would widen the tool's hints ({hints}); piton.toml can only narrow them"
+            ))
+        };
+        let mut h = hints;
+        match self.read_only {
+            Some(true) => h = Hints::read_only(h.open_world),
+            Some(false) if hints.read_only => return widen("read_only", false),
+            _ => {}
+        }
+        match self.destructive {
+            Some(false) => h.destructive = false,
+            Some(true) if !hints.destructive => return widen("destructive", true),
+            _ => {}
+        }
+        match self.idempotent {
+            Some(false) if h.read_only => {
+                return Err(
+                    "idempotent = false contradicts read_only: a read-only tool is idempotent"
+                        .to_owned(),
+                );
+            }
+            Some(false) => h.idempotent = false,
+            Some(true) if !hints.idempotent => return widen("idempotent", true),
+            _ => {}
+        }
+        match self.open_world {
+            Some(false) => h.open_world = false,
+            Some(true) if !hints.open_world => return widen("open_world", true),
+            _ => {}
+        }
+        h.validate().map_err(|e| e.to_string())
+    }
+}
+
+impl ToolConfig {
+    /// Applies these settings to `tool`: grants, limits, trap handling, then the
+    /// overrides of name, description, parallel and (narrower) hints.
+    pub fn apply_to(&self, tool: &mut WasmTool) -> Result<(), String> {
+        use crate::Tool as _;
+        let hints = self.hints.narrow(tool.hints())?;
+        tool.narrow_hints(hints)?;
+        let spec = tool.spec().clone();
+        tool.set_spec(
+            self.name.clone().unwrap_or(spec.name),
+            self.description.clone().unwrap_or(spec.description),
+            self.parallel.unwrap_or(spec.parallel),
+        );
+        tool.set_grants(self.grants.clone());
+        tool.set_limits(self.limits);
+        tool.set_on_trap(self.on_trap);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let dir = std::env::temp_dir();
+        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_owned());
+        Config::parse(text, &dir.join("piton.toml"), &env)
+    }
+
+    #[test]
+    fn an_empty_file_grants_nothing() {
+        assert_eq!(parse("").unwrap().tools.len(), 0);
+        let tool = &parse("[tools.a]").unwrap().tools["a"];
+        assert_eq!(tool, &ToolConfig::default());
+    }
+
+    #[test]
+    fn a_full_tool_section_parses_into_types() {
+        let config = parse(
+            r#"
+            [tools.fetch_url]
+            mounts = [{ host = ".", guest = "/tmp", mode = "write" }]
+            network = ["api.example.com:443", { host = "127.0.0.1:8080", headers = { Authorization = "Bearer ${TOKEN}" } }]
+            env = { LANG = "C" }
+            memory = "32MiB"
+            timeout = "5s"
+            max_output = "1MiB"
+            max_log = "4KiB"
+            on_trap = "error"
+            name = "fetch"
+            description = "Fetch a page"
+            parallel = false
+            open_world = true
+            destructive = false
+            "#,
+        )
+        .unwrap();
+        let tool = &config.tools["fetch_url"];
+        assert_eq!(tool.grants.mounts[0].guest, "/tmp");
+        assert_eq!(tool.grants.mounts[0].mode, MountMode::Write);
+        assert!(tool.grants.mounts[0].host.is_absolute());
+        assert_eq!(tool.grants.network[0].to_string(), "api.example.com:443");
+        assert_eq!(
+            tool.grants.network[1].headers[0].1.expose(),
+            "Bearer s3cret"
+        );
+        assert_eq!(tool.grants.env, [("LANG".to_owned(), "C".to_owned())]);
+        assert_eq!(tool.limits.memory, 32 << 20);
+        assert_eq!(tool.limits.timeout, std::time::Duration::from_secs(5));
+        assert_eq!(tool.limits.max_output, 1 << 20);
+        assert_eq!(tool.limits.max_log, 4 << 10);
+        assert_eq!(tool.on_trap, OnTrap::Error);
+        assert_eq!(tool.name.as_deref(), Some("fetch"));
+        assert_eq!(tool.parallel, Some(false));
+        assert_eq!(tool.hints.destructive, Some(false));
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_fix() {
+        let cases = [
+            ("[tools.a]\nmount = []", "", "unknown field `mount`"),
+            ("[tool.a]", "", "unknown field `tool`"),
+            (
+                "[tools.a]\nmounts = [{ host = \"/no/such/dir\", guest = \"/d\", mode = \"read\" }]",
+                "tools.a.mounts[0].host",
+                "create the folder",
+            ),
+            (
+                "[tools.a]\nmounts = [{ host = \".\", guest = \"d\", mode = \"read\" }]",
+                "tools.a.mounts[0].guest",
+                "absolute path",
+            ),
+            (
+                "[tools.a]\nmounts = [{ host = \".\", guest = \"/d/../e\", mode = \"read\" }]",
+                "tools.a.mounts[0].guest",
+                "without `.` or `..`",
+            ),
+            (
+                "[tools.a]\nmounts = [{ host = \".\", guest = \"/d\", mode = \"rw\" }]",
+                "",
+                "use \"read\" or \"write\"",
+            ),
+            (
+                "[tools.a]\nmounts = [{ host = \".\", guest = \"/d\", mode = \"read\" }, { host = \".\", guest = \"/d\", mode = \"read\" }]",
+                "tools.a.mounts[1].guest",
+                "mounted twice",
+            ),
+            (
+                "[tools.a]\nnetwork = [\"example.com\"]",
+                "tools.a.network[0]",
+                "has no port",
+            ),
+            (
+                "[tools.a]\nnetwork = [{ host = \"a.com:1\", headers = { X = \"${NOPE}\" } }]",
+                "tools.a.network[0].headers.X",
+                "NOPE is not set",
+            ),
+            (
+                "[tools.a]\nmemory = \"lots\"",
+                "tools.a.memory",
+                "such as \"64MiB\"",
+            ),
+            (
+                "[tools.a]\ntimeout = \"5\"",
+                "tools.a.timeout",
+                "such as \"5s\"",
+            ),
+            (
+                "[tools.a]\non_trap = \"ignore\"",
+                "",
+                "unknown variant `ignore`",
+            ),
+            (
+                "[tools.a]\nname = \"two words\"",
+                "tools.a.name",
+                "is not allowed",
+            ),
+            (
+                "[tools.a]\nenv = { \"A=B\" = \"x\" }",
+                "tools.a.env",
+                "not a variable name",
+            ),
+            ("[tools.a", "", "piton.toml"),
+        ];
+        for (text, key, message) in cases {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.key, key, "{text}: {error}");
+            let shown = error.to_string();
+            assert!(shown.contains(message), "{text}: {shown}");
+            assert!(shown.contains("piton.toml"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn hint_overrides_only_narrow() {
+        let worst = Hints::default();
+        let ro = Hints::read_only(false);
+        let o = |read_only, destructive, idempotent, open_world| HintOverrides {
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+        };
+        // Narrowing works.
+        assert_eq!(o(Some(true), None, None, Some(false)).narrow(worst), Ok(ro));
+        let narrowed = o(None, Some(false), None, Some(false))
+            .narrow(worst)
+            .unwrap();
+        assert!(!narrowed.destructive && !narrowed.open_world && !narrowed.read_only);
+        // Repeating the tool's own value is fine.
+        assert_eq!(
+            o(Some(true), Some(false), Some(true), Some(false)).narrow(ro),
+            Ok(ro)
+        );
+        // Widening is refused, naming the key.
+        for (overrides, key) in [
+            (o(Some(false), None, None, None), "read_only = false"),
+            (o(None, Some(true), None, None), "destructive = true"),
+            (o(None, None, None, Some(true)), "open_world = true"),
+        ] {
+            let error = overrides.narrow(ro).unwrap_err();
+            assert!(error.contains(key), "{error}");
+        }
+        assert!(
+            o(None, None, Some(true), None)
+                .narrow(worst)
+                .unwrap_err()
+                .contains("idempotent = true")
+        );
+        assert!(
+            o(None, None, Some(false), None)
+                .narrow(ro)
+                .unwrap_err()
+                .contains("contradicts read_only")
+        );
+    }
+}
