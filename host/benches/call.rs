@@ -29,7 +29,7 @@ fn setup() -> Setup {
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let runtime = WasmRuntime::new(RuntimeConfig::default()).expect("runtime");
     let (registry, tool) = rt.block_on(async {
-        let loaded = plugins::load(&runtime, &PluginsAt::Bundled)
+        let loaded = plugins::load(&runtime, &PluginsAt::Bundled, &Default::default())
             .await
             .expect("bundled plugins");
         let bytes =

@@ -10,9 +10,10 @@ use std::process::ExitCode;
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use serde_json::{Value, json};
 
+use crate::config::Config;
 use crate::plugins::{self, PluginsAt};
 use crate::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
-use crate::{CallError, Content, DONE, Registry, ToolError};
+use crate::{CallError, Content, DONE, Registry, ToolError, format_size};
 
 /// Runs WebAssembly agent tools in a sandbox that enforces what they declare.
 #[derive(Debug, Parser)]
@@ -65,6 +66,10 @@ struct PluginsArg {
     /// files, else the examples built into piton.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
+    /// The grants and settings file. Default: $PITON_CONFIG, else piton.toml in the
+    /// plugins folder, else ./piton.toml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 /// How a command ended.
@@ -155,10 +160,24 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
             return None;
         }
     };
-    match plugins::load(&runtime, &PluginsAt::resolve(arg.plugins)).await {
+    let at = PluginsAt::resolve(arg.plugins);
+    let config = match at.config_file(arg.config) {
+        Some(file) => match Config::load(&file) {
+            Ok(config) => config,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return None;
+            }
+        },
+        None => Config::default(),
+    };
+    match plugins::load(&runtime, &at, &config).await {
         Ok(loaded) => {
             for error in &loaded.errors {
                 eprintln!("warning: plugin not loaded: {error}");
+            }
+            for name in &loaded.unused_config {
+                eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
             }
             Some(loaded.registry)
         }
@@ -328,7 +347,26 @@ fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome
         return unknown(registry, name);
     };
     let spec = tool.spec();
-    let component = tool_component(tool.as_ref());
+    let wasm = (tool.as_ref() as &dyn std::any::Any).downcast_ref::<WasmTool>();
+    // What a call gets at most: the grants bounded by the tool's own hints (a call's
+    // hints-for can only narrow this further).
+    let sandbox = wasm.map(|w| {
+        let caps = w.grants().for_call(tool.hints());
+        json!({
+            "limits": {
+                "memory": format_size(w.limits().memory),
+                "timeout": format!("{:?}", w.limits().timeout),
+                "max_output": format_size(w.limits().max_output),
+                "max_log": format_size(w.limits().max_log),
+            },
+            "on_trap": w.on_trap(),
+            "mounts": caps.mounts.iter().map(|(m, access)| json!({
+                "guest": m.guest, "host": m.host, "granted": m.mode, "access": access,
+            })).collect::<Vec<_>>(),
+            "network": caps.network.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "env": caps.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        })
+    });
     let report = json!({
         "name": spec.name,
         "description": spec.description,
@@ -337,7 +375,8 @@ fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome
         "hints": tool.hints(),
         "hints_are": tool.hints_trust(),
         "source": tool.source().to_string(),
-        "component": component,
+        "component": wasm.map(WasmTool::info),
+        "sandbox": sandbox,
     });
     let mut out = io::stdout().lock();
     if as_json {
@@ -354,9 +393,57 @@ fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome
         tool.hints_trust()
     )?;
     writeln!(out, "source:      {}", tool.source())?;
-    if let Some(info) = component {
+    if let Some(w) = wasm {
+        let info = w.info();
         writeln!(out, "size:        {} bytes", info.size)?;
         writeln!(out, "sha256:      {}", info.sha256)?;
+        let l = w.limits();
+        writeln!(
+            out,
+            "limits:      memory {}, timeout {:?}, output {}, log {}; on trap: {:?}",
+            format_size(l.memory),
+            l.timeout,
+            format_size(l.max_output),
+            format_size(l.max_log),
+            w.on_trap()
+        )?;
+        let caps = w.grants().for_call(tool.hints());
+        writeln!(
+            out,
+            "capabilities (at most; a call's hints-for can narrow them):"
+        )?;
+        if caps.mounts.is_empty() {
+            writeln!(out, "  files:     none")?;
+        }
+        for (m, access) in &caps.mounts {
+            writeln!(
+                out,
+                "  files:     {} = {} ({access:?}; granted {:?})",
+                m.guest,
+                m.host.display(),
+                m.mode
+            )?;
+        }
+        let network: Vec<String> = caps.network.iter().map(ToString::to_string).collect();
+        writeln!(
+            out,
+            "  network:   {}",
+            if network.is_empty() {
+                "none".to_owned()
+            } else {
+                network.join(", ")
+            }
+        )?;
+        let env: Vec<&str> = caps.env.iter().map(|(k, _)| k.as_str()).collect();
+        writeln!(
+            out,
+            "  env:       {}",
+            if env.is_empty() {
+                "none".to_owned()
+            } else {
+                env.join(", ")
+            }
+        )?;
         writeln!(out, "imports:")?;
         for import in &info.imports {
             writeln!(out, "  {import}")?;
@@ -364,12 +451,6 @@ fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome
     }
     writeln!(out, "input schema:\n{}", pretty(&spec.input_schema))?;
     Ok(Outcome::Success)
-}
-
-fn tool_component(tool: &dyn crate::Tool) -> Option<crate::wasm::ComponentInfo> {
-    (tool as &dyn std::any::Any)
-        .downcast_ref::<WasmTool>()
-        .map(|t| t.info().clone())
 }
 
 fn pretty(value: &Value) -> String {

@@ -116,6 +116,11 @@ impl fmt::Display for Host {
 pub struct Secret(pub(crate) String);
 
 impl Secret {
+    /// A secret holding `value`.
+    pub fn new(value: String) -> Self {
+        Self(value)
+    }
+
     /// The value, for the host to put in a request.
     pub fn expose(&self) -> &str {
         &self.0

@@ -11,7 +11,8 @@
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = WasmRuntime::new(RuntimeConfig::default())?;
-//! let loaded = plugins::load(&runtime, &PluginsAt::Folder("plugins".into())).await?;
+//! let config = piton_host::config::Config::load("plugins/piton.toml".as_ref())?;
+//! let loaded = plugins::load(&runtime, &PluginsAt::Folder("plugins".into()), &config).await?;
 //! for error in &loaded.errors {
 //!     eprintln!("not loaded: {error}");
 //! }
@@ -28,12 +29,14 @@
 
 mod bundled;
 pub mod cli;
+pub mod config;
 mod error;
 mod fs;
 pub mod grants;
 mod hints;
 mod limits;
 mod net;
+mod parse;
 pub mod plugins;
 mod registry;
 mod schema;
@@ -48,3 +51,10 @@ pub use tool::{
     Args, Content, DONE, DynTool, HintsTrust, Tool, ToolError, ToolResult, ToolSource, ToolSpec,
     check_tool_name,
 };
+
+/// A path from the environment variable `name`; unset or empty is `None`.
+fn env_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+}

@@ -2,8 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config::Config;
+use crate::error::LoadErrorKind;
 use crate::wasm::{WasmRuntime, WasmTool};
-use crate::{LoadError, Registry, ToolSource};
+use crate::{LoadError, Registry, Tool as _, ToolSource};
 
 /// Where the plugins come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,11 +20,7 @@ impl PluginsAt {
     /// The CLI's rule: `flag`, else `$PITON_PLUGINS`, else `./plugins` if it holds
     /// `.wasm` files, else the bundled examples.
     pub fn resolve(flag: Option<PathBuf>) -> Self {
-        if let Some(dir) = flag.or_else(|| {
-            std::env::var_os("PITON_PLUGINS")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        }) {
+        if let Some(dir) = flag.or_else(|| crate::env_path("PITON_PLUGINS")) {
             return Self::Folder(dir);
         }
         let local = Path::new("plugins");
@@ -30,6 +28,22 @@ impl PluginsAt {
             return Self::Folder(local.to_path_buf());
         }
         Self::Bundled
+    }
+
+    /// The CLI's rule for piton.toml: `flag`, else `$PITON_CONFIG`, else `piton.toml`
+    /// in the plugins folder, else `./piton.toml`; `None` when there is none.
+    pub fn config_file(&self, flag: Option<PathBuf>) -> Option<PathBuf> {
+        if let Some(file) = flag.or_else(|| crate::env_path("PITON_CONFIG")) {
+            return Some(file);
+        }
+        let beside = match self {
+            Self::Folder(folder) => Some(folder.join("piton.toml")),
+            Self::Bundled => None,
+        };
+        beside
+            .into_iter()
+            .chain([PathBuf::from("piton.toml")])
+            .find(|file| file.is_file())
     }
 }
 
@@ -40,6 +54,8 @@ pub struct Loaded {
     pub registry: Registry,
     /// Every plugin that did not, with the reason.
     pub errors: Vec<LoadError>,
+    /// Sections of piton.toml that match no tool.
+    pub unused_config: Vec<String>,
 }
 
 /// Why a plugins folder could not be read at all.
@@ -52,10 +68,15 @@ pub struct FolderError {
     pub source: std::io::Error,
 }
 
-/// Loads every plugin of `at`. A plugin that fails is reported in
+/// Loads every plugin of `at` and applies `config` to the tools it names. A plugin
+/// that fails (or whose piton.toml section cannot apply) is reported in
 /// [`Loaded::errors`] and the others still load; two tools with one name keep the
 /// first (by file name) and report the second, naming both.
-pub async fn load(runtime: &WasmRuntime, at: &PluginsAt) -> Result<Loaded, FolderError> {
+pub async fn load(
+    runtime: &WasmRuntime,
+    at: &PluginsAt,
+    config: &Config,
+) -> Result<Loaded, FolderError> {
     let loads: Vec<Result<WasmTool, LoadError>> = match at {
         PluginsAt::Folder(folder) => {
             let files = wasm_files(folder).map_err(|source| FolderError {
@@ -72,12 +93,33 @@ pub async fn load(runtime: &WasmRuntime, at: &PluginsAt) -> Result<Loaded, Folde
         }
     };
     let mut loaded = Loaded::default();
+    let mut used = std::collections::BTreeSet::new();
     for load in loads {
-        let added = load.and_then(|tool| loaded.registry.add(tool));
+        let added = load
+            .and_then(|mut tool| {
+                if let Some(settings) = config.tools.get(&tool.spec().name) {
+                    used.insert(tool.spec().name.clone());
+                    settings.apply_to(&mut tool).map_err(|message| LoadError {
+                        plugin: tool.source(),
+                        kind: LoadErrorKind::Invalid(format!(
+                            "piton.toml [tools.{}]: {message}",
+                            tool.spec().name
+                        )),
+                    })?;
+                }
+                Ok(tool)
+            })
+            .and_then(|tool| loaded.registry.add(tool));
         if let Err(error) = added {
             loaded.errors.push(error);
         }
     }
+    loaded.unused_config = config
+        .tools
+        .keys()
+        .filter(|name| !used.contains(*name))
+        .cloned()
+        .collect();
     Ok(loaded)
 }
 

@@ -115,7 +115,16 @@ impl Registry {
             other => return Ok(Err(not_an_object(&other))),
         };
         let hints = call_hints(entry.tool.as_ref(), &args).await?;
-        entry.tool.call(args, hints).await
+        // `idempotent` is not a capability: it only lets the host try again once after a
+        // fault of its own (not the tool's), since a second run has no further effect.
+        let retry_args = hints.idempotent.then(|| args.clone());
+        match (entry.tool.call(args, hints).await, retry_args) {
+            (Err(CallError::Host { message, .. }), Some(args)) => {
+                tracing::warn!(tool = name, %message, "host fault in an idempotent call; retrying once");
+                entry.tool.call(args, hints).await
+            }
+            (result, _) => result,
+        }
     }
 
     /// The hints of one call of `name` with `args`: the tool's `hints_for` answer

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use piton_host::config::Config;
 use piton_host::plugins::{self, PluginsAt};
 use piton_host::{Hints, LoadErrorKind, ToolSource};
 use piton_tests::{guests, plugins as examples};
@@ -60,9 +61,13 @@ async fn bytes_that_are_not_wasm_do_not_load() {
 
 #[tokio::test]
 async fn a_missing_plugins_folder_says_how_to_fix_it() {
-    let error = plugins::load(runtime(), &PluginsAt::Folder("/no/such/folder".into()))
-        .await
-        .unwrap_err();
+    let error = plugins::load(
+        runtime(),
+        &PluginsAt::Folder("/no/such/folder".into()),
+        &Config::default(),
+    )
+    .await
+    .unwrap_err();
     let message = error.to_string();
     assert!(message.contains("/no/such/folder"), "{message}");
     assert!(message.contains("--plugins DIR"), "{message}");
@@ -70,11 +75,19 @@ async fn a_missing_plugins_folder_says_how_to_fix_it() {
 
 #[tokio::test]
 async fn the_bundled_examples_all_load() {
-    let loaded = plugins::load(runtime(), &PluginsAt::Bundled).await.unwrap();
+    let loaded = plugins::load(runtime(), &PluginsAt::Bundled, &Config::default())
+        .await
+        .unwrap();
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     assert_eq!(
         loaded.registry.names(),
-        ["checkerboard", "read_file", "word_count"]
+        [
+            "checkerboard",
+            "fetch_url",
+            "files",
+            "read_file",
+            "word_count"
+        ]
     );
 }
 
@@ -87,9 +100,13 @@ async fn a_folder_loads_every_good_plugin_and_reports_the_bad() {
         ("4.wasm", guests::HOSTILE_COUNTER),
     ]);
     std::fs::write(folder.path().join("notes.txt"), "not a plugin, ignored").unwrap();
-    let loaded = plugins::load(runtime(), &PluginsAt::Folder(folder.path().into()))
-        .await
-        .unwrap();
+    let loaded = plugins::load(
+        runtime(),
+        &PluginsAt::Folder(folder.path().into()),
+        &Config::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(loaded.registry.names(), ["counter", "word_count"]);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
     assert_eq!(errors.len(), 2, "{errors:?}");

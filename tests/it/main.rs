@@ -1,6 +1,7 @@
 //! piton's end-to-end tests: one binary, a module per area.
 
 mod cli;
+mod config;
 mod fs;
 mod hostile;
 mod loading;

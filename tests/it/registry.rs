@@ -166,3 +166,58 @@ async fn a_batch_runs_parallel_tools_together_then_the_others_alone_in_order() {
 }
 
 use crate::support::texts;
+
+/// A tool whose first call meets a host fault.
+struct Flaky {
+    spec: ToolSpec,
+    hints: Hints,
+    calls: Arc<Mutex<u32>>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Flaky {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn hints(&self) -> Hints {
+        self.hints
+    }
+
+    async fn call(&self, _args: Args, _hints: Hints) -> Result<ToolResult, CallError> {
+        let mut calls = self.calls.lock().expect("calls lock");
+        *calls += 1;
+        if *calls == 1 {
+            return Err(CallError::Host {
+                tool: self.spec.name.clone(),
+                message: "no instance slot".into(),
+            });
+        }
+        Ok(Ok(vec![Content::text("done")]))
+    }
+}
+
+#[tokio::test]
+async fn only_idempotent_calls_are_retried_once_after_a_host_fault() {
+    for (idempotent, expect_ok) in [(true, true), (false, false)] {
+        let calls = Arc::new(Mutex::new(0));
+        let mut registry = Registry::new();
+        registry
+            .add(Flaky {
+                spec: recorder("flaky", true, &log()).spec,
+                hints: Hints {
+                    idempotent,
+                    ..Hints::default()
+                },
+                calls: calls.clone(),
+            })
+            .unwrap();
+        let result = registry.call("flaky", json!({})).await;
+        assert_eq!(
+            result.is_ok(),
+            expect_ok,
+            "idempotent = {idempotent}: {result:?}"
+        );
+        assert_eq!(*calls.lock().unwrap(), if idempotent { 2 } else { 1 });
+    }
+}

@@ -95,7 +95,7 @@ pub(crate) fn piton() -> Command {
         std::fs::create_dir_all(&dir).expect("temp dir");
         dir
     });
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_piton-e2e"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_piton"));
     cmd.current_dir(cwd)
         .env("PITON_CACHE_DIR", cache_dir())
         .env_remove("PITON_PLUGINS")

@@ -12,6 +12,7 @@ use wasmtime::{Store, UpdateDeadline};
 use super::bindings::{self, Plugin, PluginPre};
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
+use crate::config::OnTrap;
 use crate::error::{LoadErrorKind, Trap};
 use crate::grants::{Capabilities, Grants};
 use crate::{
@@ -39,6 +40,7 @@ pub struct WasmTool {
     source: ToolSource,
     limits: Limits,
     grants: Grants,
+    on_trap: OnTrap,
     info: ComponentInfo,
 }
 
@@ -128,6 +130,7 @@ impl WasmRuntime {
             source: source.clone(),
             limits: Limits::default(),
             grants: Grants::default(),
+            on_trap: OnTrap::default(),
             info,
         };
         let (spec, hints) = tool
@@ -186,6 +189,38 @@ impl WasmTool {
     /// Sets the user's grants.
     pub fn set_grants(&mut self, grants: Grants) {
         self.grants = grants;
+    }
+
+    /// What a trap of this tool does.
+    pub fn on_trap(&self) -> OnTrap {
+        self.on_trap
+    }
+
+    /// What a trap of this tool does: stop the run (default) or become an error result.
+    pub fn set_on_trap(&mut self, on_trap: OnTrap) {
+        self.on_trap = on_trap;
+    }
+
+    /// Replaces the name, description and parallel flag (not the schema, which is
+    /// the guest's). The caller checks the name; a [`Registry`](crate::Registry) does.
+    pub fn set_spec(&mut self, name: String, description: String, parallel: bool) {
+        self.spec.name = name;
+        self.spec.description = description;
+        self.spec.parallel = parallel;
+    }
+
+    /// Narrows the tool's hints. Hints wider than the tool's own are refused: a user
+    /// can promise less than the tool, never more.
+    pub fn narrow_hints(&mut self, hints: Hints) -> Result<(), String> {
+        let (narrowed, widened) = hints.narrowed_by(self.hints);
+        if widened {
+            return Err(format!(
+                "{hints} would widen the tool's hints ({}); piton.toml can only narrow them",
+                self.hints
+            ));
+        }
+        self.hints = narrowed;
+        Ok(())
     }
 
     /// Runs `op` in a fresh instance with `caps` and nothing else, under `limits`: a
@@ -404,6 +439,17 @@ impl Tool for WasmTool {
     }
 
     async fn call(&self, args: Args, hints: Hints) -> Result<ToolResult, CallError> {
+        match (self.run(args, hints).await, self.on_trap) {
+            (Err(CallError::Trap { trap, .. }), OnTrap::Error) => {
+                Ok(Err(ToolError::Failed(format!("the tool {trap}"))))
+            }
+            (result, _) => result,
+        }
+    }
+}
+
+impl WasmTool {
+    async fn run(&self, args: Args, hints: Hints) -> Result<ToolResult, CallError> {
         let text = serde_json::Value::Object(args).to_string();
         let result = self
             .in_fresh_instance(

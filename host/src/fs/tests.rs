@@ -1,0 +1,321 @@
+//! The add-only bookkeeping, and the view driven directly (no guest): each rule on a
+//! real temporary folder.
+
+use std::path::Path;
+
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::FsResult;
+use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
+};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
+
+use super::view::FsView;
+use super::*;
+use crate::grants::MountMode;
+
+#[test]
+fn preopens_are_marked_by_their_order_and_unknown_ones_are_add_only() {
+    let mut state = FsState {
+        preopens: vec![false, true],
+        ..FsState::default()
+    };
+    state.adopt_preopens([7, 8, 9]);
+    assert_eq!(state.node(7), None);
+    assert_eq!(state.node(8), Some(Node::Dir));
+    assert_eq!(
+        state.node(9),
+        Some(Node::Dir),
+        "unknown preopens fail closed"
+    );
+    state.forget(8);
+    assert!(
+        !state.is_add_only(8),
+        "a dropped index is free for any descriptor"
+    );
+}
+
+#[test]
+fn created_files_are_remembered() {
+    let mut state = FsState::default();
+    assert!(!state.was_created((1, 2)));
+    state.record_created((1, 2));
+    assert!(state.was_created((1, 2)));
+    assert!(!state.was_created((2, 1)));
+}
+
+#[test]
+fn configure_records_which_mounts_are_add_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mount = |guest: &str| Mount {
+        host: dir.path().into(),
+        guest: guest.into(),
+        mode: MountMode::Write,
+    };
+    let mounts = [
+        (mount("/r"), FsAccess::ReadOnly),
+        (mount("/a"), FsAccess::AddOnly),
+        (mount("/w"), FsAccess::ReadWrite),
+    ];
+    let state = configure(&mut WasiCtxBuilder::new(), &mounts).unwrap();
+    assert_eq!(state.preopens, [false, true, false]);
+
+    let missing = [(
+        Mount {
+            host: dir.path().join("missing"),
+            ..mount("/m")
+        },
+        FsAccess::AddOnly,
+    )];
+    let error = configure(&mut WasiCtxBuilder::new(), &missing).unwrap_err();
+    assert!(error.to_string().contains("missing"), "{error}");
+}
+
+/// One mount of a temporary folder holding `existing.txt` and `sub/inner.txt`.
+struct Fixture {
+    dir: tempfile::TempDir,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    state: FsState,
+}
+
+impl Fixture {
+    fn new(access: FsAccess) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("existing.txt"), "original").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/inner.txt"), "inner").unwrap();
+        let mount = Mount {
+            host: dir.path().into(),
+            guest: "/data".into(),
+            mode: MountMode::Write,
+        };
+        let mut builder = WasiCtxBuilder::new();
+        let state = configure(&mut builder, &[(mount, access)]).unwrap();
+        Self {
+            dir,
+            wasi: builder.build(),
+            table: ResourceTable::new(),
+            state,
+        }
+    }
+
+    fn view(&mut self) -> FsView<'_> {
+        FsView {
+            inner: WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            state: &mut self.state,
+        }
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The preopen, as the guest gets it.
+    fn root(&mut self) -> Resource<Descriptor> {
+        let mut dirs = self.view().get_directories().unwrap();
+        dirs.remove(0).0
+    }
+
+    async fn open(
+        &mut self,
+        dir: &Resource<Descriptor>,
+        path: &str,
+        oflags: OpenFlags,
+        flags: DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        let dir = Resource::new_borrow(dir.rep());
+        (self.view())
+            .open_at(dir, PathFlags::empty(), path.into(), oflags, flags)
+            .await
+    }
+}
+
+fn code<T>(result: FsResult<T>) -> ErrorCode {
+    match result {
+        Ok(_) => panic!("expected an error code"),
+        Err(error) => error.downcast().unwrap(),
+    }
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn borrow(fd: &Resource<Descriptor>) -> Resource<Descriptor> {
+    Resource::new_borrow(fd.rep())
+}
+
+#[tokio::test]
+async fn add_only_refuses_writing_what_existed() {
+    let mut fx = Fixture::new(FsAccess::AddOnly);
+    let root = fx.root();
+    let write = DescriptorFlags::WRITE;
+    let create_truncate = OpenFlags::CREATE | OpenFlags::TRUNCATE;
+    for (oflags, flags) in [
+        (create_truncate, write),
+        (OpenFlags::empty(), write),
+        (OpenFlags::TRUNCATE, DescriptorFlags::READ),
+        (OpenFlags::CREATE, DescriptorFlags::READ),
+    ] {
+        let result = fx.open(&root, "existing.txt", oflags, flags).await;
+        assert_eq!(
+            code(result),
+            ErrorCode::NotPermitted,
+            "{oflags:?} {flags:?}"
+        );
+    }
+    let exclusive = OpenFlags::CREATE | OpenFlags::EXCLUSIVE;
+    let result = fx.open(&root, "existing.txt", exclusive, write).await;
+    assert_eq!(code(result), ErrorCode::Exist);
+
+    let file = fx.open(
+        &root,
+        "existing.txt",
+        OpenFlags::empty(),
+        DescriptorFlags::READ,
+    );
+    let file = file.await.unwrap();
+    let mut view = fx.view();
+    assert_eq!(
+        code(view.write(borrow(&file), b"pwned".to_vec(), 0).await),
+        ErrorCode::NotPermitted
+    );
+    assert_eq!(
+        code(view.set_size(borrow(&file), 0).await),
+        ErrorCode::NotPermitted
+    );
+    let now = NewTimestamp::Now;
+    assert_eq!(
+        code(view.set_times(borrow(&file), now, now).await),
+        ErrorCode::NotPermitted
+    );
+    assert_eq!(
+        code(view.append_via_stream(borrow(&file))),
+        ErrorCode::NotPermitted
+    );
+    assert_eq!(
+        code(
+            view.unlink_file_at(borrow(&root), "existing.txt".into())
+                .await
+        ),
+        ErrorCode::NotPermitted
+    );
+    assert_eq!(
+        code(
+            view.rename_at(
+                borrow(&root),
+                "existing.txt".into(),
+                borrow(&root),
+                "x".into()
+            )
+            .await
+        ),
+        ErrorCode::NotPermitted
+    );
+    assert_eq!(read(&fx.path("existing.txt")), "original");
+}
+
+#[tokio::test]
+async fn add_only_creates_new_files_and_writes_only_those() {
+    let mut fx = Fixture::new(FsAccess::AddOnly);
+    let root = fx.root();
+    let write = DescriptorFlags::WRITE;
+    let file = fx
+        .open(&root, "new.txt", OpenFlags::CREATE, write)
+        .await
+        .unwrap();
+    let mut view = fx.view();
+    view.write(borrow(&file), b"hello world".to_vec(), 0)
+        .await
+        .unwrap();
+    view.set_size(borrow(&file), 5).await.unwrap();
+    assert_eq!(read(&fx.path("new.txt")), "hello");
+
+    // Reopened later in the call, with truncation: still this call's file.
+    let again = fx.open(&root, "new.txt", OpenFlags::TRUNCATE, write).await;
+    let again = again.unwrap();
+    assert_eq!(read(&fx.path("new.txt")), "");
+    let mut view = fx.view();
+    view.write(borrow(&again), b"bye".to_vec(), 0)
+        .await
+        .unwrap();
+    HostDescriptor::drop(&mut view, again).unwrap();
+    HostDescriptor::drop(&mut view, file).unwrap();
+    assert_eq!(read(&fx.path("new.txt")), "bye");
+}
+
+#[tokio::test]
+async fn add_only_holds_beneath_a_subfolder_descriptor() {
+    let mut fx = Fixture::new(FsAccess::AddOnly);
+    let root = fx.root();
+    let sub = fx.open(&root, "sub", OpenFlags::DIRECTORY, DescriptorFlags::READ);
+    let sub = sub.await.unwrap();
+    assert_eq!(fx.state.node(sub.rep()), Some(Node::Dir));
+    let result = fx
+        .open(
+            &sub,
+            "inner.txt",
+            OpenFlags::TRUNCATE,
+            DescriptorFlags::WRITE,
+        )
+        .await;
+    assert_eq!(code(result), ErrorCode::NotPermitted);
+    let mut view = fx.view();
+    let result = view.unlink_file_at(borrow(&sub), "inner.txt".into()).await;
+    assert_eq!(code(result), ErrorCode::NotPermitted);
+    let result = view
+        .symlink_at(borrow(&sub), "inner.txt".into(), "s".into())
+        .await;
+    assert_eq!(code(result), ErrorCode::NotPermitted);
+    let result = view
+        .link_at(
+            borrow(&sub),
+            PathFlags::empty(),
+            "inner.txt".into(),
+            borrow(&root),
+            "l".into(),
+        )
+        .await;
+    assert_eq!(code(result), ErrorCode::NotPermitted);
+
+    // Dropping forgets the index, so a later descriptor there is judged afresh.
+    let rep = sub.rep();
+    HostDescriptor::drop(&mut view, sub).unwrap();
+    assert_eq!(fx.state.node(rep), None);
+    assert_eq!(read(&fx.path("sub/inner.txt")), "inner");
+}
+
+#[tokio::test]
+async fn read_write_mounts_are_left_to_wasmtime_wasi() {
+    let mut fx = Fixture::new(FsAccess::ReadWrite);
+    let root = fx.root();
+    assert_eq!(fx.state.node(root.rep()), None);
+    let flags = DescriptorFlags::WRITE;
+    let file = fx.open(&root, "existing.txt", OpenFlags::TRUNCATE, flags);
+    let file = file.await.unwrap();
+    HostDescriptor::drop(&mut fx.view(), file).unwrap();
+    assert_eq!(read(&fx.path("existing.txt")), "");
+    let mut view = fx.view();
+    view.unlink_file_at(borrow(&root), "existing.txt".into())
+        .await
+        .unwrap();
+    assert!(!fx.path("existing.txt").exists());
+}
+
+#[tokio::test]
+async fn read_only_mounts_stay_read_only() {
+    let mut fx = Fixture::new(FsAccess::ReadOnly);
+    let root = fx.root();
+    let result = fx.open(&root, "new.txt", OpenFlags::CREATE, DescriptorFlags::WRITE);
+    assert_eq!(code(result.await), ErrorCode::NotPermitted);
+    let mut view = fx.view();
+    let result = view.create_directory_at(borrow(&root), "d".into()).await;
+    assert_eq!(code(result), ErrorCode::NotPermitted);
+    assert!(!fx.path("new.txt").exists() && !fx.path("d").exists());
+}

@@ -1,0 +1,288 @@
+//! The network a call may reach: the granted host:port pairs, for sockets, DNS and
+//! outgoing HTTP.
+//!
+//! One [`Policy`] per call, built from the call's grants (none for a closed-world
+//! call), is asked by all three paths:
+//! - sockets (wasi:sockets/tcp): wasmtime-wasi's `socket_addr_check` asks
+//!   [`Policy::may_use_socket`]; UDP stays off;
+//! - DNS (wasi:sockets/ip-name-lookup): shadowed by [`dns`], which answers only for
+//!   granted names, resolves them on the host and drops addresses a name may not lead to;
+//! - HTTP (wasi:http): [`outgoing`] checks each request's authority and sends it to the
+//!   address it checked, adding the grant's secret headers.
+//!
+//! A name is resolved at most once per call, on the host, and the answer is kept for the
+//! rest of the call: what the guest learns by DNS, what its sockets may connect to and
+//! where its HTTP requests go all come from that one answer, so a DNS server cannot
+//! rebind a name to another address between the check and the connection.
+
+mod addr;
+mod dns;
+mod outgoing;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::sockets::SocketAddrUse;
+
+use crate::grants::{Host, NetGrant};
+
+use addr::is_public;
+
+/// What the network layer keeps for one call.
+pub(crate) struct NetState {
+    /// The call's grants and its resolved names.
+    pub(crate) policy: Arc<Policy>,
+    /// wasi:http's per-store settings.
+    pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
+    /// How wasi:http sends requests: through the policy.
+    pub(crate) hooks: outgoing::Hooks,
+}
+
+impl std::fmt::Debug for NetState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetState")
+            .field("grants", &self.policy.grants)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for NetState {
+    fn default() -> Self {
+        Self::new(Policy::new(&[]))
+    }
+}
+
+impl NetState {
+    fn new(policy: Policy) -> Self {
+        let policy = Arc::new(policy);
+        Self {
+            hooks: outgoing::Hooks::new(policy.clone()),
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            policy,
+        }
+    }
+}
+
+/// Configures sockets for `grants`; none: no network at all (the builder's deny-all
+/// settings stay as they are).
+pub(crate) fn configure(wasi: &mut WasiCtxBuilder, grants: &[NetGrant]) -> NetState {
+    let state = NetState::new(Policy::new(grants));
+    if !grants.is_empty() {
+        let policy = state.policy.clone();
+        // wasmtime-wasi's own name lookup stays off: `dns` replaces it, and with the
+        // flag off even a linker mistake could not reach an unchecked resolver.
+        wasi.allow_tcp(true).socket_addr_check(move |addr, usage| {
+            let policy = policy.clone();
+            Box::pin(async move { policy.may_use_socket(addr, usage).await })
+        });
+    }
+    state
+}
+
+/// Adds this layer's WASI functions to the linker (shadowing wasmtime-wasi's): the
+/// checked name lookup, and wasi:http, so that components importing it load whether
+/// or not they are granted anything.
+pub(crate) fn add_to_linker(
+    linker: &mut wasmtime::component::Linker<crate::wasm::Sandbox>,
+) -> wasmtime::Result<()> {
+    dns::add_to_linker(linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+}
+
+/// One call's network grants, and the names resolved for it so far.
+pub(crate) struct Policy {
+    grants: Vec<NetGrant>,
+    /// Granted name (lowercase, as granted) → its addresses, canonical, unfiltered.
+    resolved: Mutex<HashMap<String, Vec<IpAddr>>>,
+}
+
+impl Policy {
+    pub(crate) fn new(grants: &[NetGrant]) -> Self {
+        Self {
+            grants: grants.to_vec(),
+            resolved: Mutex::default(),
+        }
+    }
+
+    /// No grants: no network at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.grants.is_empty()
+    }
+
+    /// Whether a guest socket may be used for `usage` with `addr`. Connecting needs a
+    /// granted address; the one bind allowed is the implicit one wasmtime-wasi checks
+    /// before a connect (the unspecified address, port 0); listening, accepting and
+    /// UDP are refused.
+    pub(crate) async fn may_use_socket(&self, addr: SocketAddr, usage: SocketAddrUse) -> bool {
+        match usage {
+            SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
+            SocketAddrUse::TcpConnect => {
+                let allowed = self.may_connect(addr).await;
+                if !allowed {
+                    tracing::debug!(%addr, "connection refused: not granted");
+                }
+                allowed
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `addr` may be connected to: granted literally, or a public address of
+    /// a name granted with this port.
+    pub(crate) async fn may_connect(&self, addr: SocketAddr) -> bool {
+        let addr = canonical(addr);
+        if self.granted_literally(addr) {
+            return true;
+        }
+        if !is_public(addr.ip()) {
+            return false;
+        }
+        for grant in self.grants.iter().filter(|g| g.port == addr.port()) {
+            if let Host::Name(name) = &grant.host
+                && self.addresses_of(name).await.contains(&addr.ip())
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether `addr` is granted by a literal IP grant.
+    fn granted_literally(&self, addr: SocketAddr) -> bool {
+        self.grants.iter().any(|g| {
+            g.port == addr.port()
+                && matches!(g.host, Host::Ip(ip) if ip.to_canonical() == addr.ip())
+        })
+    }
+
+    /// Whether `ip` is granted literally with any port.
+    fn ip_granted(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.grants
+            .iter()
+            .any(|g| matches!(g.host, Host::Ip(granted) if granted.to_canonical() == ip))
+    }
+
+    /// The granted name that `name` stands for (case-insensitive, one trailing dot
+    /// ignored), if any: the name the host resolves is always the grant's own.
+    fn granted_name(&self, name: &str) -> Option<&str> {
+        self.grants.iter().find_map(|g| match &g.host {
+            Host::Name(granted) if same_name(granted, name) => Some(granted.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The addresses a granted name may lead to for DNS answers: its public ones and
+    /// those also granted literally.
+    async fn answers_for(&self, granted: &str) -> Vec<IpAddr> {
+        let mut answers = self.addresses_of(granted).await;
+        answers.retain(|&ip| is_public(ip) || self.ip_granted(ip));
+        answers
+    }
+
+    /// Every address of a granted name, resolved on the host once per call. A failed
+    /// lookup is not kept, so a later use may try again; it yields no address.
+    async fn addresses_of(&self, granted: &str) -> Vec<IpAddr> {
+        let cached = self
+            .resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(granted)
+            .cloned();
+        if let Some(addresses) = cached {
+            return addresses;
+        }
+        let looked_up = match tokio::net::lookup_host((granted, 0)).await {
+            Ok(addrs) => addrs.map(|a| a.ip().to_canonical()).collect::<Vec<_>>(),
+            Err(error) => {
+                tracing::debug!(name = granted, %error, "granted name does not resolve");
+                return Vec::new();
+            }
+        };
+        // Two lookups may race; the first answer kept wins, so every user of the name
+        // in this call sees the same addresses.
+        self.resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(granted.to_owned())
+            .or_insert(looked_up)
+            .clone()
+    }
+}
+
+/// Whether two DNS names are the same: ASCII case and one trailing dot do not count.
+fn same_name(a: &str, b: &str) -> bool {
+    let bare = |n: &str| n.strip_suffix('.').unwrap_or(n).to_owned();
+    bare(a).eq_ignore_ascii_case(&bare(b))
+}
+
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr.ip().to_canonical(), addr.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(host: Host, port: u16) -> NetGrant {
+        NetGrant {
+            host,
+            port,
+            headers: Vec::new(),
+        }
+    }
+
+    fn ip(text: &str) -> Host {
+        Host::Ip(text.parse().unwrap())
+    }
+
+    #[tokio::test]
+    async fn sockets_reach_granted_addresses_only() {
+        let policy = Policy::new(&[grant(ip("127.0.0.1"), 8080)]);
+        let check = |addr: &str, usage| {
+            let addr: SocketAddr = addr.parse().unwrap();
+            policy.may_use_socket(addr, usage)
+        };
+        use SocketAddrUse::*;
+        assert!(check("127.0.0.1:8080", TcpConnect).await);
+        assert!(check("[::ffff:127.0.0.1]:8080", TcpConnect).await);
+        assert!(!check("127.0.0.1:8081", TcpConnect).await);
+        assert!(!check("127.0.0.2:8080", TcpConnect).await);
+        assert!(check("0.0.0.0:0", TcpBind).await);
+        assert!(check("[::]:0", TcpBind).await);
+        assert!(!check("0.0.0.0:8080", TcpBind).await);
+        assert!(!check("127.0.0.1:0", TcpBind).await);
+        assert!(!check("0.0.0.0:0", TcpListen).await);
+        assert!(!check("127.0.0.1:8080", UdpSend).await);
+    }
+
+    #[tokio::test]
+    async fn a_name_never_leads_to_loopback() {
+        let policy = Policy::new(&[grant(Host::Name("localhost".into()), 8080)]);
+        assert!(!policy.addresses_of("localhost").await.is_empty());
+        assert!(policy.answers_for("localhost").await.is_empty());
+        assert!(!policy.may_connect("127.0.0.1:8080".parse().unwrap()).await);
+        assert!(!policy.may_connect("[::1]:8080".parse().unwrap()).await);
+    }
+
+    #[tokio::test]
+    async fn a_literal_grant_lets_a_name_lead_to_its_address() {
+        let policy = Policy::new(&[
+            grant(Host::Name("localhost".into()), 8080),
+            grant(ip("127.0.0.1"), 8080),
+        ]);
+        let answers = policy.answers_for("localhost").await;
+        assert_eq!(answers, ["127.0.0.1".parse::<IpAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn names_match_without_case_or_trailing_dot() {
+        let policy = Policy::new(&[grant(Host::Name("example.com".into()), 443)]);
+        assert_eq!(policy.granted_name("EXAMPLE.com."), Some("example.com"));
+        assert_eq!(policy.granted_name("example.com.evil"), None);
+        assert_eq!(policy.granted_name("www.example.com"), None);
+        assert!(Policy::new(&[]).is_empty());
+    }
+}
