@@ -292,15 +292,11 @@ async fn call(
 }
 
 fn unknown(registry: &Registry, name: &str) -> io::Result<Outcome> {
-    let known = registry.names();
-    eprintln!(
-        "error: unknown tool `{name}`; known tools: {}",
-        if known.is_empty() {
-            "none".to_owned()
-        } else {
-            known.join(", ")
-        }
-    );
+    let error = CallError::UnknownTool {
+        name: name.to_owned(),
+        known: registry.names(),
+    };
+    eprintln!("error: {error}");
     Ok(Outcome::Usage)
 }
 
@@ -425,25 +421,9 @@ fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome
             )?;
         }
         let network: Vec<String> = caps.network.iter().map(ToString::to_string).collect();
-        writeln!(
-            out,
-            "  network:   {}",
-            if network.is_empty() {
-                "none".to_owned()
-            } else {
-                network.join(", ")
-            }
-        )?;
-        let env: Vec<&str> = caps.env.iter().map(|(k, _)| k.as_str()).collect();
-        writeln!(
-            out,
-            "  env:       {}",
-            if env.is_empty() {
-                "none".to_owned()
-            } else {
-                env.join(", ")
-            }
-        )?;
+        writeln!(out, "  network:   {}", list_or_none(&network))?;
+        let env: Vec<String> = caps.env.iter().map(|(k, _)| k.clone()).collect();
+        writeln!(out, "  env:       {}", list_or_none(&env))?;
         writeln!(out, "imports:")?;
         for import in &info.imports {
             writeln!(out, "  {import}")?;
@@ -451,6 +431,15 @@ fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome
     }
     writeln!(out, "input schema:\n{}", pretty(&spec.input_schema))?;
     Ok(Outcome::Success)
+}
+
+/// `a, b`, or `none` for an empty list.
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
 }
 
 fn pretty(value: &Value) -> String {

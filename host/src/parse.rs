@@ -14,11 +14,8 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
             "{text:?} is not a size: write a number and a unit, such as \"64MiB\", \"512KiB\" or \"1GiB\""
         )
     };
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: u64 = number.parse().map_err(|_| fail())?;
-    let scale: u64 = match unit.trim() {
+    let (number, unit) = number_and_unit(text).ok_or_else(fail)?;
+    let scale: u64 = match unit {
         "" | "B" => 1,
         "KiB" => 1 << 10,
         "MiB" => 1 << 20,
@@ -42,11 +39,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
             "{text:?} is not a duration: write a number and a unit, such as \"5s\", \"500ms\" or \"2m\""
         )
     };
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let number: u64 = number.parse().map_err(|_| fail())?;
-    let duration = match unit.trim() {
+    let (number, unit) = number_and_unit(text).ok_or_else(fail)?;
+    let duration = match unit {
         "ms" => Duration::from_millis(number),
         "s" => Duration::from_secs(number),
         "m" | "min" => Duration::from_secs(number.checked_mul(60).ok_or_else(fail)?),
@@ -57,6 +51,14 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{text:?} is zero; give a duration above zero"));
     }
     Ok(duration)
+}
+
+/// `"64 MiB"` → `(64, "MiB")`: leading digits and the trimmed rest.
+fn number_and_unit(text: &str) -> Option<(u64, &str)> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    Some((number.parse().ok()?, unit.trim()))
 }
 
 /// `"Bearer ${TOKEN}"` with `TOKEN` from `env`. An unset variable is an error that
