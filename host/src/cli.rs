@@ -1,4 +1,4 @@
-//! The `piton` command line: `list`, `call`, `inspect`.
+//! The `piton` command line: `list`, `call`, `inspect`, `serve`.
 //!
 //! Exit codes: 0 success, 1 an error result (input or failed), 2 a usage error or
 //! unknown tool, 3 a trap or another failure that stops the run.
@@ -57,6 +57,11 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve every tool over MCP on stdin/stdout until stdin closes.
+    Serve {
+        #[command(flatten)]
+        plugins: PluginsArg,
     },
 }
 
@@ -147,6 +152,25 @@ async fn run(command: Command) -> io::Result<Outcome> {
                 return Ok(Outcome::Usage);
             };
             inspect(&registry, &name, json)
+        }
+        Command::Serve { plugins } => {
+            let Some(registry) = load(plugins).await else {
+                return Ok(Outcome::Usage);
+            };
+            Ok(serve(registry).await)
+        }
+    }
+}
+
+/// Serves the registry over MCP on stdio; stdout carries only the protocol.
+async fn serve(registry: Registry) -> Outcome {
+    tracing::info!(tools = registry.len(), "serving MCP on stdio");
+    let (stdin, stdout) = rmcp::transport::stdio();
+    match crate::mcp::serve(std::sync::Arc::new(registry), stdin, stdout).await {
+        Ok(()) => Outcome::Success,
+        Err(e) => {
+            eprintln!("error: {e}");
+            Outcome::Stopped
         }
     }
 }

@@ -35,6 +35,7 @@ mod fs;
 pub mod grants;
 mod hints;
 mod limits;
+pub mod mcp;
 mod net;
 mod parse;
 pub mod plugins;

@@ -5,6 +5,7 @@ mod config;
 mod fs;
 mod hostile;
 mod loading;
+mod mcp;
 mod net;
 mod registry;
 mod support;
