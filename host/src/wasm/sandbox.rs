@@ -32,18 +32,10 @@ pub(crate) struct Sandbox {
 pub(crate) struct SandboxError(pub(crate) String);
 
 impl Sandbox {
-    /// A sandbox with no capabilities: no preopened directories, no network (no TCP,
-    /// UDP or name lookup, every address refused), no environment variables, no
-    /// arguments, an empty stdin, and stdout/stderr captured up to `limits.max_log`.
-    pub(crate) fn deny_all(limits: &Limits) -> Self {
-        match Self::new(limits, &Capabilities::default()) {
-            Ok(sandbox) => sandbox,
-            // Nothing to open, so nothing can fail; keep the type honest anyway.
-            Err(error) => unreachable!("an empty sandbox cannot fail: {error}"),
-        }
-    }
-
-    /// A sandbox with exactly `caps`, and otherwise as [`Sandbox::deny_all`].
+    /// A sandbox with exactly `caps` and nothing else. With no capabilities: no
+    /// preopened directories, no network (no TCP, UDP or name lookup, every address
+    /// refused), no environment variables, no arguments, an empty stdin, and
+    /// stdout/stderr captured up to `limits.max_log`.
     pub(crate) fn new(limits: &Limits, caps: &Capabilities) -> Result<Self, SandboxError> {
         let stdout = CapturedOutput::new(limits.max_log);
         let stderr = CapturedOutput::new(limits.max_log);

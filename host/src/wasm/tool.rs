@@ -311,7 +311,12 @@ impl WasmTool {
     /// One instance kept for many runs, to measure what a fresh instance per call
     /// costs. piton never runs tool calls this way: state would survive between them.
     pub async fn reused_instance(&self) -> Result<ReusedInstance<'_>, CallError> {
-        let mut store = self.new_store(&self.limits, Sandbox::deny_all(&self.limits));
+        let sandbox =
+            Sandbox::new(&self.limits, &Capabilities::default()).map_err(|e| CallError::Host {
+                tool: self.spec.name.clone(),
+                message: e.to_string(),
+            })?;
+        let mut store = self.new_store(&self.limits, sandbox);
         let plugin = self
             .pre
             .instantiate_async(&mut store)
