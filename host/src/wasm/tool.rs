@@ -239,14 +239,8 @@ impl WasmTool {
             .slots
             .acquire()
             .await
-            .map_err(|e| CallError::Host {
-                tool: name.to_owned(),
-                message: e.to_string(),
-            })?;
-        let sandbox = Sandbox::new(limits, caps).map_err(|e| CallError::Host {
-            tool: name.to_owned(),
-            message: e.to_string(),
-        })?;
+            .map_err(|e| self.host_fault(e))?;
+        let sandbox = Sandbox::new(limits, caps).map_err(|e| self.host_fault(e))?;
         let mut store = self.new_store(limits, sandbox);
         let outcome = tokio::time::timeout(limits.timeout, async {
             let plugin = self.pre.instantiate_async(&mut store).await?;
@@ -312,10 +306,7 @@ impl WasmTool {
     /// costs. piton never runs tool calls this way: state would survive between them.
     pub async fn reused_instance(&self) -> Result<ReusedInstance<'_>, CallError> {
         let sandbox =
-            Sandbox::new(&self.limits, &Capabilities::default()).map_err(|e| CallError::Host {
-                tool: self.spec.name.clone(),
-                message: e.to_string(),
-            })?;
+            Sandbox::new(&self.limits, &Capabilities::default()).map_err(|e| self.host_fault(e))?;
         let mut store = self.new_store(&self.limits, sandbox);
         let plugin = self
             .pre
@@ -327,6 +318,15 @@ impl WasmTool {
             store,
             plugin,
         })
+    }
+
+    /// A fault of the host's own (no instance slot, a mount that vanished): what the
+    /// registry may retry for an idempotent call.
+    fn host_fault(&self, error: impl std::fmt::Display) -> CallError {
+        CallError::Host {
+            tool: self.spec.name.clone(),
+            message: error.to_string(),
+        }
     }
 
     fn guest_trap(&self, message: String) -> CallError {
