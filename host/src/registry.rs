@@ -117,13 +117,12 @@ impl Registry {
         let hints = call_hints(entry.tool.as_ref(), &args).await?;
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.
-        let retry_args = hints.idempotent.then(|| args.clone());
-        match (entry.tool.call(args, hints).await, retry_args) {
-            (Err(CallError::Host { message, .. }), Some(args)) => {
+        match entry.tool.call(&args, hints).await {
+            Err(CallError::Host { message, .. }) if hints.idempotent => {
                 tracing::warn!(tool = name, %message, "host fault in an idempotent call; retrying once");
-                entry.tool.call(args, hints).await
+                entry.tool.call(&args, hints).await
             }
-            (result, _) => result,
+            result => result,
         }
     }
 

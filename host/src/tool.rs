@@ -156,7 +156,9 @@ pub trait Tool: std::any::Any + Send + Sync {
     }
 
     /// Runs one call whose arguments fit the input schema, with the call's hints.
-    async fn call(&self, args: Args, hints: Hints) -> Result<ToolResult, CallError>;
+    /// The arguments are borrowed: the registry keeps them (to retry an idempotent
+    /// call once after a host fault) and no tool can change the recorded call.
+    async fn call(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError>;
 }
 
 /// A shared tool.

@@ -38,7 +38,7 @@ impl Tool for Recorder {
         self.hints
     }
 
-    async fn call(&self, args: Args, _hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(&self, args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
         let name = &self.spec.name;
         self.log
             .lock()
@@ -51,7 +51,7 @@ impl Tool for Recorder {
             .push(format!("end {name}"));
         Ok(Ok(vec![Content::text(format!(
             "{name} {}",
-            Value::Object(args)
+            Value::Object(args.clone())
         ))]))
     }
 }
@@ -184,7 +184,7 @@ impl Tool for Flaky {
         self.hints
     }
 
-    async fn call(&self, _args: Args, _hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(&self, _args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
         let mut calls = self.calls.lock().expect("calls lock");
         *calls += 1;
         if *calls == 1 {

@@ -329,6 +329,12 @@ impl WasmTool {
         }
     }
 
+    /// The arguments as the JSON text the guest gets, serialized from the borrowed
+    /// map (a JSON object always serializes; the error path only keeps this honest).
+    fn args_text(&self, args: &Args) -> Result<String, CallError> {
+        serde_json::to_string(args).map_err(|e| self.host_fault(e))
+    }
+
     fn guest_trap(&self, message: String) -> CallError {
         CallError::trap(self.spec.name.clone(), Trap::Guest(message))
     }
@@ -422,7 +428,7 @@ impl Tool for WasmTool {
     }
 
     async fn hints_for(&self, args: &Args) -> Result<Option<Hints>, CallError> {
-        let text = serde_json::Value::Object(args.clone()).to_string();
+        let text = self.args_text(args)?;
         let answer = self
             .in_fresh_instance(
                 &self.limits,
@@ -443,7 +449,7 @@ impl Tool for WasmTool {
             .transpose()
     }
 
-    async fn call(&self, args: Args, hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
         match (self.run(args, hints).await, self.on_trap) {
             (Err(CallError::Trap { trap, .. }), OnTrap::Error) => {
                 Ok(Err(ToolError::Failed(format!("the tool {trap}"))))
@@ -454,8 +460,8 @@ impl Tool for WasmTool {
 }
 
 impl WasmTool {
-    async fn run(&self, args: Args, hints: Hints) -> Result<ToolResult, CallError> {
-        let text = serde_json::Value::Object(args).to_string();
+    async fn run(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
+        let text = self.args_text(args)?;
         let result = self
             .in_fresh_instance(
                 &self.limits,
