@@ -10,10 +10,13 @@ use std::process::ExitCode;
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use serde_json::{Value, json};
 
-use crate::config::Config;
+use std::collections::BTreeMap;
+
+use crate::config::{Config, McpConfig};
+use crate::mcp::{McpServer, McpServerError};
 use crate::plugins::{self, PluginsAt};
 use crate::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
-use crate::{CallError, Content, DONE, Registry, ToolError, format_size};
+use crate::{CallError, Content, DONE, HintsTrust, Registry, ToolError, format_size};
 
 /// Runs WebAssembly agent tools in a sandbox that enforces what they declare.
 #[derive(Debug, Parser)]
@@ -28,7 +31,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// List the tools: name, hints, description, source.
+    /// List the tools: name, hints (enforced or declared), description, source.
     List {
         #[command(flatten)]
         plugins: PluginsArg,
@@ -58,10 +61,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve every tool over MCP on stdin/stdout until stdin closes.
+    /// Serve every tool over MCP: on stdin/stdout until stdin closes, or over
+    /// Streamable HTTP with --http until Ctrl-C/SIGTERM. A plugins folder is watched:
+    /// changes reload the tools and clients are told (tools/list_changed).
     Serve {
         #[command(flatten)]
         plugins: PluginsArg,
+        /// Serve over Streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
+        /// 127.0.0.1:8080 (port 0 picks a free one). Only requests whose Host and
+        /// Origin name this address are answered. A non-loopback address lets anyone
+        /// who can reach it call the tools.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
 }
 
@@ -130,7 +141,7 @@ async fn run(command: Command) -> io::Result<Outcome> {
             let Some(registry) = load(plugins).await else {
                 return Ok(Outcome::Usage);
             };
-            list(&registry, json)
+            list(&registry, json).await
         }
         Command::Call {
             name,
@@ -151,27 +162,141 @@ async fn run(command: Command) -> io::Result<Outcome> {
             let Some(registry) = load(plugins).await else {
                 return Ok(Outcome::Usage);
             };
-            inspect(&registry, &name, json)
+            inspect(&registry, &name, json).await
         }
-        Command::Serve { plugins } => {
-            let Some(registry) = load(plugins).await else {
-                return Ok(Outcome::Usage);
-            };
-            Ok(serve(registry).await)
-        }
+        Command::Serve { plugins, http } => Ok(serve(plugins, http.as_deref()).await),
     }
 }
 
-/// Serves the registry over MCP on stdio; stdout carries only the protocol.
-async fn serve(registry: Registry) -> Outcome {
-    tracing::info!(tools = registry.len(), "serving MCP on stdio");
-    let (stdin, stdout) = rmcp::transport::stdio();
-    match crate::mcp::serve(std::sync::Arc::new(registry), stdin, stdout).await {
+/// How often `serve` looks at the plugins folder for changes.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Serves the registry over MCP, on stdio (stdout carries only the protocol) or on
+/// HTTP at `http`, reloading it when the plugins folder changes.
+async fn serve(plugins: PluginsArg, http: Option<&str>) -> Outcome {
+    use std::sync::Arc;
+
+    use crate::mcp::{FolderWatch, Served, Watched};
+
+    // A bad address fails before anything is loaded.
+    let listener = match http {
+        Some(addr) => match listen(addr).await {
+            Ok(listener) => Some(listener),
+            Err(message) => {
+                eprintln!("error: {message}");
+                return Outcome::Usage;
+            }
+        },
+        None => None,
+    };
+    // A folder is watched (bundled plugins cannot change), from before it is loaded
+    // so that no change is missed. A reload loads exactly as at start-up, from the
+    // folder found then.
+    let at = PluginsAt::resolve(plugins.plugins.clone());
+    let config_flag = plugins.config.clone();
+    let watch = match &at {
+        PluginsAt::Folder(folder) => Some((
+            folder.clone(),
+            FolderWatch::start(Watched {
+                folder: folder.clone(),
+                files: at.config_file(config_flag.clone()).into_iter().collect(),
+            }),
+        )),
+        PluginsAt::Bundled => None,
+    };
+    let Some(registry) = load(plugins).await else {
+        return Outcome::Usage;
+    };
+    let served = Served::new(registry);
+    if let Some((folder, watch)) = watch {
+        let reload = move || {
+            load(PluginsArg {
+                plugins: Some(folder.clone()),
+                config: config_flag.clone(),
+            })
+        };
+        tokio::spawn(watch.run(Arc::downgrade(&served), WATCH_EVERY, reload));
+    }
+    let ended = match listener {
+        None => {
+            tracing::info!(tools = served.registry().len(), "serving MCP on stdio");
+            let (stdin, stdout) = rmcp::transport::stdio();
+            crate::mcp::serve(served, stdin, stdout).await
+        }
+        Some(listener) => {
+            let shutdown = shutdown_signal();
+            match listener.local_addr() {
+                Ok(addr) => {
+                    if !addr.ip().is_loopback() {
+                        eprintln!(
+                            "warning: serving on {addr}, not a loopback address: anyone who can \
+                             reach it can call every tool (there is no authentication); only \
+                             requests that address it by IP are answered"
+                        );
+                    }
+                    eprintln!("listening on http://{addr}{}", crate::mcp::MCP_PATH);
+                }
+                Err(e) => eprintln!("warning: cannot read the listening address: {e}"),
+            }
+            crate::mcp::serve_http(served, listener, shutdown).await
+        }
+    };
+    match ended {
         Ok(()) => Outcome::Success,
         Err(e) => {
             eprintln!("error: {e}");
             Outcome::Stopped
         }
+    }
+}
+
+/// Binds `addr` (`IP:PORT`, or `localhost:PORT` for 127.0.0.1), or says why not and
+/// what to do.
+async fn listen(addr: &str) -> Result<tokio::net::TcpListener, String> {
+    let parsed = match addr.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}").parse(),
+        None => addr.parse::<std::net::SocketAddr>(),
+    };
+    let Ok(socket) = parsed else {
+        return Err(format!(
+            "--http {addr}: not an address to listen on; give IP:PORT, e.g. \
+             --http 127.0.0.1:8080 (port 0 picks a free port)"
+        ));
+    };
+    tokio::net::TcpListener::bind(socket).await.map_err(|e| {
+        format!(
+            "--http {addr}: cannot listen there: {e}; pick another port (0 picks a free \
+             one) or an address of this machine, e.g. --http 127.0.0.1:0"
+        )
+    })
+}
+
+/// Resolves on Ctrl-C or SIGTERM. The handlers are in place when this returns, so
+/// a signal sent right after is not lost (nor kills the process).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        signal(SignalKind::terminate())
+            .and_then(|term| Ok((term, signal(SignalKind::interrupt())?)))
+    };
+    async move {
+        #[cfg(unix)]
+        match signals {
+            Ok((mut term, mut interrupt)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = interrupt.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch for SIGTERM; Ctrl-C still stops");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("stopping: a signal arrived");
     }
 }
 
@@ -196,12 +321,20 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
         None => Config::default(),
     };
     match plugins::load(&runtime, &at, &config).await {
-        Ok(loaded) => {
+        Ok(mut loaded) => {
             for error in &loaded.errors {
                 eprintln!("warning: plugin not loaded: {error}");
             }
             for name in &loaded.unused_config {
                 eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
+            }
+            for (name, server) in &config.mcp {
+                let added = upstream(name, server)
+                    .map_err(|e| e.to_string())
+                    .and_then(|server| loaded.registry.add_mcp(server).map_err(|e| e.to_string()));
+                if let Err(e) = added {
+                    eprintln!("warning: MCP server not added: {e}");
+                }
             }
             Some(loaded.registry)
         }
@@ -212,11 +345,35 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
     }
 }
 
-fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
+/// The upstream server `[mcp.NAME]` describes. While piton runs, the same section
+/// gives the same server (one connection), so that reloading the plugins folder does
+/// not restart upstream servers; a changed section gives a new one.
+fn upstream(name: &str, config: &McpConfig) -> Result<McpServer, McpServerError> {
+    static SERVERS: std::sync::Mutex<BTreeMap<String, (McpConfig, McpServer)>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut servers = SERVERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((known, server)) = servers.get(name)
+        && known == config
+    {
+        return Ok(server.clone());
+    }
+    let server = config.server(name)?;
+    servers.insert(name.to_owned(), (config.clone(), server.clone()));
+    Ok(server)
+}
+
+async fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
+    let listing = registry.list().await;
+    for error in &listing.errors {
+        eprintln!("warning: {error}");
+    }
     let mut out = io::stdout().lock();
     if as_json {
-        let tools: Vec<Value> = registry
-            .tools()
+        let tools: Vec<Value> = listing
+            .tools
+            .iter()
             .map(|tool| {
                 json!({
                     "name": tool.spec().name,
@@ -231,23 +388,31 @@ fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
         writeln!(out, "{}", pretty(&Value::Array(tools)))?;
         return Ok(Outcome::Success);
     }
-    if registry.is_empty() {
+    if listing.tools.is_empty() {
         writeln!(out, "no tools")?;
         return Ok(Outcome::Success);
     }
-    let rows: Vec<[String; 4]> = registry
-        .tools()
+    // Hints of wasm tools are enforced by their sandbox; an MCP server's (and a
+    // native tool's) are only declared.
+    let rows: Vec<[String; 5]> = listing
+        .tools
+        .iter()
         .map(|tool| {
             [
                 tool.spec().name.clone(),
                 tool.hints().to_string(),
+                match tool.hints_trust() {
+                    HintsTrust::Enforced => "enforced",
+                    HintsTrust::Declared => "declared",
+                }
+                .to_owned(),
                 first_line(&tool.spec().description),
                 tool.source().to_string(),
             ]
         })
         .collect();
-    let header = ["NAME", "HINTS", "DESCRIPTION", "SOURCE"].map(str::to_owned);
-    let widths: Vec<usize> = (0..4)
+    let header = ["NAME", "HINTS", "HINTS ARE", "DESCRIPTION", "SOURCE"].map(str::to_owned);
+    let widths: Vec<usize> = (0..5)
         .map(|i| {
             rows.iter()
                 .chain([&header])
@@ -288,7 +453,7 @@ async fn call(
     let args: Value = match serde_json::from_str(&text) {
         Ok(args) => args,
         Err(e) => {
-            if registry.get(name).is_none() {
+            if let Err(CallError::UnknownTool { .. }) = registry.find(name).await {
                 return unknown(registry, name);
             }
             eprintln!(
@@ -362,9 +527,14 @@ fn print_content(tool: &str, content: &[Content], image_dir: Option<PathBuf>) ->
     Ok(())
 }
 
-fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome> {
-    let Some(tool) = registry.get(name) else {
-        return unknown(registry, name);
+async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome> {
+    let tool = match registry.find(name).await {
+        Ok(tool) => tool,
+        Err(CallError::UnknownTool { .. }) => return unknown(registry, name),
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(Outcome::Stopped);
+        }
     };
     let spec = tool.spec();
     let wasm = (tool.as_ref() as &dyn std::any::Any).downcast_ref::<WasmTool>();

@@ -15,6 +15,8 @@
 //! name = "fetch"           # overrides: name, description, parallel,
 //! read_only = true         # and hints, which can only be made narrower
 //! ```
+//!
+//! and `[mcp.NAME]` sections for upstream MCP servers (see [`McpConfig`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -24,6 +26,8 @@ use serde::Deserialize;
 use crate::Hints;
 use crate::grants::{Grants, Mount, MountMode};
 use crate::limits::Limits;
+pub use crate::mcp::config::{McpConfig, McpConnect};
+use crate::mcp::config::{RawMcp, parse_mcp};
 use crate::parse::{parse_duration, parse_net_grant, parse_size};
 use crate::tool::check_tool_name;
 use crate::wasm::WasmTool;
@@ -35,6 +39,8 @@ pub struct Config {
     pub file: Option<PathBuf>,
     /// Settings by tool name (the name the tool gives itself).
     pub tools: BTreeMap<String, ToolConfig>,
+    /// Upstream MCP servers by name (`[mcp.NAME]`).
+    pub mcp: BTreeMap<String, McpConfig>,
 }
 
 /// What piton.toml says about one tool.
@@ -97,6 +103,8 @@ pub struct ConfigError {
 struct RawConfig {
     #[serde(default)]
     tools: BTreeMap<String, RawTool>,
+    #[serde(default)]
+    mcp: BTreeMap<String, RawMcp>,
 }
 
 #[derive(Deserialize)]
@@ -189,9 +197,15 @@ impl Config {
             let tool = parse_tool(raw, &key, base, env).map_err(|(k, m)| fail(k, m))?;
             tools.insert(name, tool);
         }
+        let mut mcp = BTreeMap::new();
+        for (name, raw) in raw.mcp {
+            let server = parse_mcp(&name, raw, base, env).map_err(|(k, m)| fail(k, m))?;
+            mcp.insert(name, server);
+        }
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
+            mcp,
         })
     }
 }

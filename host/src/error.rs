@@ -26,6 +26,15 @@ pub enum CallError {
         /// What happened.
         trap: Trap,
     },
+    /// The connection to an upstream MCP server could not be made or was lost. The
+    /// next call of one of its tools connects again.
+    #[error("MCP server `{server}`: {message}")]
+    Connection {
+        /// The server's name.
+        server: String,
+        /// What failed.
+        message: String,
+    },
     /// The host could not run the call (for example, no instance slot was free).
     #[error("tool `{tool}` could not run: {message}")]
     Host {

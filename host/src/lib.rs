@@ -27,6 +27,7 @@
 //! # Ok(()) }
 //! ```
 
+mod approve;
 mod bundled;
 pub mod cli;
 pub mod config;
@@ -44,10 +45,11 @@ mod schema;
 mod tool;
 pub mod wasm;
 
+pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use error::{CallError, LoadError, LoadErrorKind, Trap};
 pub use hints::{Hints, HintsError};
 pub use limits::{Limits, format_size};
-pub use registry::Registry;
+pub use registry::{Listing, Registry};
 pub use tool::{
     Args, Content, DONE, DynTool, HintsTrust, Tool, ToolError, ToolResult, ToolSource, ToolSpec,
     check_tool_name,

@@ -180,6 +180,54 @@ fn parse_dns_name(name: &str) -> Result<String, String> {
     Ok(lower.trim_end_matches('.').to_owned())
 }
 
+/// Splits a command line into words as a POSIX shell would without expanding
+/// anything: whitespace separates, '…' and "…" quote, a backslash escapes the next
+/// character (outside single quotes).
+pub(crate) fn split_command(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => words.extend(word.take()),
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => w.push(c),
+                        None => return Err(format!("{text:?} has a ' without its closing quote")),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c) => w.push(c),
+                            None => break,
+                        },
+                        Some(c) => w.push(c),
+                        None => {
+                            return Err(format!("{text:?} has a \" without its closing quote"));
+                        }
+                    }
+                }
+            }
+            '\\' => {
+                if let Some(c) = chars.next() {
+                    word.get_or_insert_with(String::new).push(c);
+                }
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +345,26 @@ mod tests {
         );
         let bad_name = BTreeMap::from([("Bad Name".to_owned(), "v".to_owned())]);
         assert!(parse_net_grant("a.com:1", &bad_name, &env).is_err());
+    }
+
+    #[test]
+    fn command_lines_split_like_a_shell() {
+        let cases: [(&str, &[&str]); 6] = [
+            ("npx -y pkg", &["npx", "-y", "pkg"]),
+            ("  a\tb  ", &["a", "b"]),
+            ("run 'a b' \"c d\"", &["run", "a b", "c d"]),
+            ("x ''", &["x", ""]),
+            ("a\\ b \"q\\\"x\"", &["a b", "q\"x"]),
+            ("", &[]),
+        ];
+        for (text, words) in cases {
+            assert_eq!(split_command(text).unwrap(), words, "{text}");
+        }
+        assert!(split_command("a 'b").unwrap_err().contains("closing quote"));
+        assert!(
+            split_command("a \"b")
+                .unwrap_err()
+                .contains("closing quote")
+        );
     }
 }

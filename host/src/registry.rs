@@ -5,29 +5,50 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::error::LoadErrorKind;
+use crate::mcp::McpServer;
 use crate::schema::InputSchema;
 use crate::tool::check_tool_name;
-use crate::{Args, CallError, DynTool, Hints, LoadError, Tool, ToolError, ToolResult};
+use crate::{Args, CallError, DynTool, Hints, LoadError, Tool, ToolError, ToolResult, ToolSource};
 
 /// Every tool by name: the seed's `tool_map`.
 ///
-/// [`Registry::call`] is the one call path: it finds the tool, checks the arguments,
-/// asks the tool for the call's hints and narrows them to its own, then runs it.
+/// [`Registry::call`] is the one call path: it finds the tool (connecting an
+/// upstream MCP server the first time one of its tools is needed), checks the
+/// arguments, asks the tool for the call's hints and narrows them to its own, asks
+/// the [`Approver`] if there is one, then runs it.
 #[derive(Default)]
 pub struct Registry {
-    tools: BTreeMap<String, Entry>,
+    tools: BTreeMap<String, Arc<Entry>>,
+    servers: BTreeMap<String, McpServer>,
+    approver: Option<Arc<dyn Approver>>,
 }
 
-struct Entry {
-    tool: DynTool,
-    schema: InputSchema,
+/// A tool and its compiled input schema.
+pub(crate) struct Entry {
+    pub(crate) tool: DynTool,
+    pub(crate) schema: InputSchema,
 }
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.tools.keys()).finish()
+        f.debug_struct("Registry")
+            .field("tools", &self.tools.keys())
+            .field("servers", &self.servers.keys())
+            .field("approver", &self.approver.is_some())
+            .finish()
     }
+}
+
+/// Every tool of a registry, upstream servers' included, from [`Registry::list`].
+#[derive(Default)]
+pub struct Listing {
+    /// The tools, sorted by name.
+    pub tools: Vec<DynTool>,
+    /// Upstream servers that could not be listed (each a [`CallError::Connection`]),
+    /// and `tools` entries in piton.toml a server does not have.
+    pub errors: Vec<CallError>,
 }
 
 impl Registry {
@@ -52,8 +73,12 @@ impl Registry {
         };
         let spec = tool.spec();
         check_tool_name(&spec.name).map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
-        let schema =
-            InputSchema::new(&spec.input_schema).map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
+        let schema = if tool.checks_whole_schema() {
+            InputSchema::new(&spec.input_schema)
+        } else {
+            InputSchema::required_only(&spec.input_schema)
+        }
+        .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
         tool.hints()
             .validate()
             .map_err(|e| fail(LoadErrorKind::Invalid(format!("its hints: {e}"))))?;
@@ -63,33 +88,159 @@ impl Registry {
                 other: other.tool.source(),
             }));
         }
-        self.tools.insert(spec.name.clone(), Entry { tool, schema });
+        if let Some((server, _)) = spec.name.split_once("__")
+            && self.servers.contains_key(server)
+        {
+            return Err(fail(LoadErrorKind::Invalid(format!(
+                "tool name `{}` is in the name space of MCP server `{server}`; rename the tool",
+                spec.name
+            ))));
+        }
+        self.tools
+            .insert(spec.name.clone(), Arc::new(Entry { tool, schema }));
         Ok(())
     }
 
-    /// The tool called `name`.
+    /// Adds an upstream MCP server; its tools join as `{server}__{tool}` when it is
+    /// first used (nothing connects here). Its name must be unique and no tool may
+    /// already use its `{server}__` prefix.
+    pub fn add_mcp(&mut self, server: McpServer) -> Result<(), LoadError> {
+        let name = server.name().to_owned();
+        let fail = |message: String| LoadError {
+            plugin: ToolSource::Mcp(name.clone()),
+            kind: LoadErrorKind::Invalid(message),
+        };
+        if self.servers.contains_key(&name) {
+            return Err(fail(format!(
+                "MCP server `{name}` is added twice; give each server its own name"
+            )));
+        }
+        let prefix = format!("{name}__");
+        if let Some(tool) = self.tools.keys().find(|t| t.starts_with(&prefix)) {
+            return Err(fail(format!(
+                "tool `{tool}` already uses the name space of MCP server `{name}`; rename one"
+            )));
+        }
+        self.servers.insert(name, server);
+        Ok(())
+    }
+
+    /// The upstream MCP servers, sorted by name.
+    pub fn servers(&self) -> impl Iterator<Item = &McpServer> {
+        self.servers.values()
+    }
+
+    /// Asks `approver` before every call from now on (the seed's loop that asks
+    /// before calls that are not read-only: see [`AllowByReadOnly`](crate::AllowByReadOnly)).
+    pub fn set_approver(&mut self, approver: impl Approver + 'static) {
+        self.approver = Some(Arc::new(approver));
+    }
+
+    /// The tool called `name`, if it is loaded here (upstream MCP servers' tools are
+    /// found by [`Registry::find`] and [`Registry::list`], which may connect).
     pub fn get(&self, name: &str) -> Option<&DynTool> {
         self.tools.get(name).map(|e| &e.tool)
     }
 
-    /// Every tool, sorted by name.
+    /// The tool called `name`, connecting its upstream MCP server if needed.
+    pub async fn find(&self, name: &str) -> Result<DynTool, CallError> {
+        self.entry(name, true).await.map(|e| e.tool.clone())
+    }
+
+    /// The tools loaded here (wasm and native), sorted by name; see
+    /// [`Registry::list`] for every tool with the upstream servers' ones.
     pub fn tools(&self) -> impl Iterator<Item = &DynTool> {
         self.tools.values().map(|e| &e.tool)
     }
 
-    /// Every name, sorted.
-    pub fn names(&self) -> Vec<String> {
-        self.tools.keys().cloned().collect()
+    /// Every tool, connecting each upstream server that is not connected yet (all at
+    /// once). A server that cannot be reached is an error in the listing; the other
+    /// tools are still listed.
+    pub async fn list(&self) -> Listing {
+        let mut tools: BTreeMap<String, DynTool> = self
+            .tools
+            .iter()
+            .map(|(name, e)| (name.clone(), e.tool.clone()))
+            .collect();
+        let mut errors = Vec::new();
+        let listed = futures::future::join_all(
+            self.servers
+                .values()
+                .map(|s| async move { (s, s.entries(true).await) }),
+        )
+        .await;
+        for (server, result) in listed {
+            match result {
+                Ok(entries) => {
+                    for name in server.missing(&entries) {
+                        errors.push(CallError::Connection {
+                            server: server.name().to_owned(),
+                            message: format!(
+                                "has no tool `{name}` (named in its `tools` list); it has: {}",
+                                entries
+                                    .iter()
+                                    .map(|e| e.tool.spec().name.clone())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        });
+                    }
+                    for entry in entries.iter() {
+                        tools
+                            .entry(entry.tool.spec().name.clone())
+                            .or_insert_with(|| entry.tool.clone());
+                    }
+                }
+                Err(error) => errors.push(error),
+            }
+        }
+        Listing {
+            tools: tools.into_values().collect(),
+            errors,
+        }
     }
 
-    /// How many tools there are.
+    /// Every name known without connecting, sorted: the tools loaded here and those
+    /// of upstream servers already listed.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tools.keys().cloned().collect();
+        for server in self.servers.values() {
+            names.extend(server.cached_names());
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// How many tools are loaded here (upstream servers' tools not counted).
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
-    /// Whether there are none.
+    /// Whether no tool is loaded here and no upstream server is added.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.tools.is_empty() && self.servers.is_empty()
+    }
+
+    /// The entry of `name`: a tool loaded here, or `{server}__{tool}` of an upstream
+    /// server (connected first if needed; with `reconnect`, a closed connection is
+    /// made again, else its tools are still found so that the call reports the loss).
+    async fn entry(&self, name: &str, reconnect: bool) -> Result<Arc<Entry>, CallError> {
+        if let Some(entry) = self.tools.get(name) {
+            return Ok(entry.clone());
+        }
+        if let Some((server, _)) = name.split_once("__")
+            && let Some(server) = self.servers.get(server)
+        {
+            let entries = server.entries(reconnect).await?;
+            if let Some(entry) = entries.iter().find(|e| e.tool.spec().name == name) {
+                return Ok(entry.clone());
+            }
+        }
+        Err(CallError::UnknownTool {
+            name: name.to_owned(),
+            known: self.names(),
+        })
     }
 
     /// Calls a tool.
@@ -98,12 +249,7 @@ impl Registry {
     /// input error and the tool is never entered. `Ok` holds what the model gets
     /// (content or an error result); `Err` stops the run (unknown tool, trap).
     pub async fn call(&self, name: &str, args: Value) -> Result<ToolResult, CallError> {
-        let Some(entry) = self.tools.get(name) else {
-            return Err(CallError::UnknownTool {
-                name: name.to_owned(),
-                known: self.names(),
-            });
-        };
+        let entry = self.entry(name, false).await?;
         if !args.is_object() {
             return Ok(Err(not_an_object(&args)));
         }
@@ -115,6 +261,19 @@ impl Registry {
             other => return Ok(Err(not_an_object(&other))),
         };
         let hints = call_hints(entry.tool.as_ref(), &args).await?;
+        if let Some(approver) = &self.approver {
+            let request = ApprovalRequest {
+                tool: entry.tool.as_ref(),
+                args: &args,
+                hints,
+            };
+            if let Decision::Deny(reason) = approver.approve(&request).await {
+                tracing::info!(tool = name, %reason, "call not approved");
+                return Ok(Err(ToolError::Failed(format!(
+                    "the call was not approved: {reason}"
+                ))));
+            }
+        }
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.
         match entry.tool.call(&args, hints).await {
@@ -130,13 +289,8 @@ impl Registry {
     /// narrowed to the tool's own hints (a wider answer is clamped and logged). These
     /// are the hints the call's sandbox is built from.
     pub async fn hints_for(&self, name: &str, args: &Args) -> Result<Hints, CallError> {
-        match self.tools.get(name) {
-            Some(entry) => call_hints(entry.tool.as_ref(), args).await,
-            None => Err(CallError::UnknownTool {
-                name: name.to_owned(),
-                known: self.names(),
-            }),
-        }
+        let entry = self.entry(name, true).await?;
+        call_hints(entry.tool.as_ref(), args).await
     }
 
     /// Runs a batch of calls as the seed does: the calls of `parallel` tools together,

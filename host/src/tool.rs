@@ -104,6 +104,8 @@ pub enum ToolSource {
     Bundled(String),
     /// A tool written in Rust and added through the library.
     Native,
+    /// A tool of the upstream MCP server with this name.
+    Mcp(String),
 }
 
 impl fmt::Display for ToolSource {
@@ -112,6 +114,7 @@ impl fmt::Display for ToolSource {
             Self::File(path) => write!(f, "{}", path.display()),
             Self::Bundled(name) => write!(f, "bundled:{name}"),
             Self::Native => f.write_str("native"),
+            Self::Mcp(server) => write!(f, "mcp:{server}"),
         }
     }
 }
@@ -126,7 +129,7 @@ pub enum HintsTrust {
     Declared,
 }
 
-/// Any tool: a wasm plugin, native Rust, or (later) an MCP server's tool.
+/// Any tool: a wasm plugin, native Rust, or an upstream MCP server's tool.
 ///
 /// Object safe, so a [`Registry`](crate::Registry) holds `Arc<dyn Tool>`. The registry
 /// checks the arguments against the input schema and narrows the call's hints before
@@ -153,6 +156,13 @@ pub trait Tool: std::any::Any + Send + Sync {
     /// The registry clamps an answer wider than [`Tool::hints`].
     async fn hints_for(&self, _args: &Args) -> Result<Option<Hints>, CallError> {
         Ok(None)
+    }
+
+    /// Whether the registry checks the arguments against the whole input schema
+    /// (true), or only that the required properties are there (false: the tool
+    /// checks the rest itself, as an MCP server does).
+    fn checks_whole_schema(&self) -> bool {
+        true
     }
 
     /// Runs one call whose arguments fit the input schema, with the call's hints.

@@ -1,5 +1,13 @@
-//! MCP: the whole registry served to any MCP client (`piton serve`).
+//! MCP: the whole registry served to any MCP client (`piton serve`, over stdio or
+//! Streamable HTTP), following changes of the tool set.
 
+mod client;
+pub(crate) mod config;
+mod http;
 mod server;
+mod watch;
 
+pub use client::{McpServer, McpServerError, McpTool, SAFE_ENV, StdioCommand, check_server_name};
+pub use http::{HostCheck, MCP_PATH, serve_http};
 pub use server::{PitonServer, ServeError, serve};
+pub use watch::{FolderWatch, Served, Watched};

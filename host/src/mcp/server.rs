@@ -1,42 +1,50 @@
-//! The MCP server: a [`Registry`] served over one connection (stdio for `piton serve`).
+//! The MCP server: the served registry over one connection (stdio for `piton serve`,
+//! or one Streamable HTTP session).
 //!
 //! tools/list carries every tool's spec and all four hints; tools/call goes through
-//! [`Registry::call`]: error results become `isError`, traps JSON-RPC errors.
+//! [`Registry::call`](crate::Registry::call): error results become `isError`, traps
+//! JSON-RPC errors. When the tool set changes ([`Served`]), an initialized session
+//! gets `notifications/tools/list_changed`.
 
 use std::future::Future;
-use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ClientRequest,
     ContentBlock, GetMeta as _, Implementation, JsonRpcMessage, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerJsonRpcMessage, Tool as McpTool, ToolAnnotations,
+    ServerJsonRpcMessage, SubscriptionFilter, Tool as McpTool, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
 
-use crate::{CallError, Content, DONE, DynTool, Registry};
+use super::Served;
+use crate::{CallError, Content, DONE, DynTool};
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).
 #[derive(Debug, thiserror::Error)]
 #[error("MCP session failed: {0}")]
-pub struct ServeError(String);
+pub struct ServeError(pub(crate) String);
 
-/// Serves `registry` over one MCP connection until the peer closes `read`.
+/// Serves `served` over one MCP connection until the peer closes `read`.
 ///
 /// A connection that closes before or during the handshake is a clean end, like a
 /// closed stdin: a client that probes and leaves is not a server failure.
-pub async fn serve<R, W>(registry: Arc<Registry>, read: R, write: W) -> Result<(), ServeError>
+pub async fn serve<R, W>(served: Arc<Served>, read: R, write: W) -> Result<(), ServeError>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let transport = BeforeSession::new(AsyncRwTransport::new_server(read, write));
-    let running = match PitonServer::new(registry).serve(transport).await {
+    let running = match PitonServer::new(served).serve(transport).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(ServeError(e.to_string())),
@@ -48,22 +56,60 @@ where
         .map_err(|e| ServeError(e.to_string()))
 }
 
-/// The rmcp handler over a registry.
+/// The rmcp handler of one session over the served registry.
 #[derive(Clone, Debug)]
 pub struct PitonServer {
-    registry: Arc<Registry>,
+    served: Arc<Served>,
+    /// The changes since this session started, until `initialized` hands them to
+    /// the task that forwards them.
+    changes: Arc<Mutex<Option<watch::Receiver<u64>>>>,
+    /// Never sent: dropped with the session's last handle, which ends that task.
+    alive: Arc<watch::Sender<()>>,
 }
 
 impl PitonServer {
-    /// A server for `registry`.
-    pub fn new(registry: Arc<Registry>) -> Self {
-        Self { registry }
+    /// A session's server over `served`.
+    pub fn new(served: Arc<Served>) -> Self {
+        let changes = served.changes();
+        Self {
+            served,
+            changes: Arc::new(Mutex::new(Some(changes))),
+            alive: Arc::new(watch::Sender::new(())),
+        }
+    }
+}
+
+/// Sends `notifications/tools/list_changed` to `peer` on every change, until the
+/// session ends.
+async fn forward_changes(
+    mut changes: watch::Receiver<u64>,
+    mut alive: watch::Receiver<()>,
+    peer: Peer<RoleServer>,
+) {
+    loop {
+        tokio::select! {
+            // Never sent: this only returns when the session's server is dropped.
+            _ = alive.changed() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                if let Err(error) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(%error, "session gone: no more tools/list_changed");
+                    return;
+                }
+            }
+        }
     }
 }
 
 impl ServerHandler for PitonServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("piton", env!("CARGO_PKG_VERSION")))
     }
 
@@ -72,9 +118,68 @@ impl ServerHandler for PitonServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + Send + '_ {
-        // The registry is small and in memory: one page holds every tool.
-        let tools = self.registry.tools().map(mcp_tool).collect();
-        std::future::ready(Ok(ListToolsResult::with_all_items(tools)))
+        // One page holds every tool. A snapshot: a reload meanwhile does not matter.
+        let registry = self.served.registry();
+        async move {
+            let listing = registry.list().await;
+            // An upstream server that cannot be listed leaves out its tools, not the
+            // others'; its error goes to the log.
+            for error in &listing.errors {
+                tracing::warn!(%error, "tools/list: left out an upstream server's tools");
+            }
+            let tools = listing.tools.iter().map(mcp_tool).collect();
+            Ok(ListToolsResult::with_all_items(tools))
+        }
+    }
+
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let changes = self
+            .changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(changes) = changes {
+            tokio::spawn(forward_changes(
+                changes,
+                self.alive.subscribe(),
+                context.peer,
+            ));
+        }
+        std::future::ready(())
+    }
+
+    /// Protocol 2026-07-28 has no `initialized`: a client opts in to
+    /// `tools/list_changed` with `subscriptions/listen` instead.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.served.changes();
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if let Err(error) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!(%error, "subscription gone: no more tools/list_changed");
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn call_tool(
@@ -83,7 +188,10 @@ impl ServerHandler for PitonServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let call = self.registry.call(&request.name, args);
+        // The call runs on the registry of now to its end, even if a reload swaps in
+        // another one meanwhile.
+        let registry = self.served.registry();
+        let call = registry.call(&request.name, args);
         // A cancelled request drops the call future, which stops the wasm instance;
         // rmcp drops whatever a cancelled request answers, so the error is not sent.
         let result = tokio::select! {
@@ -142,34 +250,14 @@ fn success(content: Vec<Content>) -> CallToolResult {
         .map(|block| match block {
             Content::Text { text } => ContentBlock::text(text),
             Content::Json { json } => ContentBlock::text(json.to_string()),
-            Content::Image { mime_type, data } => ContentBlock::image(base64(&data), mime_type),
+            Content::Image { mime_type, data } => {
+                ContentBlock::image(BASE64.encode(&data), mime_type)
+            }
         })
         .collect();
     let mut result = CallToolResult::success(blocks);
     result.structured_content = structured;
     result
-}
-
-/// Standard base64 with padding (RFC 4648), as MCP image blocks carry their data.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Keeps a session alive through messages that arrive before it has started.
@@ -236,26 +324,6 @@ fn starts_session(request: &ClientRequest) -> bool {
                 && meta
                     .missing_required_keys(&ProtocolVersion::V_2026_07_28)
                     .is_empty()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::base64;
-
-    #[test]
-    fn base64_matches_rfc_4648() {
-        for (input, expected) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(input.as_bytes()), expected);
         }
     }
 }

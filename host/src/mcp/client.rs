@@ -1,0 +1,969 @@
+//! Upstream MCP servers in the registry: the seed's `MCP` and `MCPTool`.
+//!
+//! An [`McpServer`] is started (stdio), reached (Streamable HTTP) or served in
+//! process the first time one of its tools is needed, and stays connected while
+//! piton runs. Its tools join the registry as `{server}__{tool}`, with the hints
+//! its annotations declare (worst case for the ones left out). A lost connection
+//! stops the run with [`CallError::Connection`]; the next call connects again.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use base64::Engine as _;
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
+    Implementation, ProtocolVersion, ResourceContents, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServerHandler, ServiceExt as _};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt as _;
+use tokio::sync::watch;
+
+use crate::registry::Entry;
+use crate::schema::InputSchema;
+use crate::{
+    Args, CallError, Content, Hints, HintsTrust, Tool, ToolError, ToolResult, ToolSource, ToolSpec,
+};
+
+/// The variables a stdio server gets from piton's own environment; the rest of its
+/// environment is what its configuration adds. Secrets in piton's environment do not
+/// leak to servers that were not given them.
+pub const SAFE_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// How many lines of a stdio server's stderr are kept for error messages.
+const STDERR_TAIL: usize = 5;
+
+/// A stdio server's command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StdioCommand {
+    /// The program, found on `PATH` unless it is a path.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its working folder; piton's own when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables added to [`SAFE_ENV`].
+    pub env: BTreeMap<String, String>,
+}
+
+impl StdioCommand {
+    /// `program` with `args`, nothing else set.
+    pub fn new(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Serves one in-process server on the given stream halves (tests, embedding).
+type ServeInProcess = Arc<dyn Fn(tokio::io::DuplexStream) -> BoxFuture<'static, ()> + Send + Sync>;
+
+#[derive(Clone)]
+enum How {
+    Stdio(StdioCommand),
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    InProcess(ServeInProcess),
+}
+
+impl std::fmt::Debug for How {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stdio(command) => write!(f, "stdio {:?} {:?}", command.program, command.args),
+            // Header values may be secrets: only their names are shown.
+            Self::Http { url, headers } => {
+                write!(
+                    f,
+                    "http {url} with headers {:?}",
+                    headers.keys().collect::<Vec<_>>()
+                )
+            }
+            Self::InProcess(_) => f.write_str("in-process"),
+        }
+    }
+}
+
+/// Why an [`McpServer`] cannot be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server {name:?}: {message}")]
+pub struct McpServerError {
+    /// The name given.
+    pub name: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// An upstream MCP server: the seed's `MCP`.
+///
+/// A cheap handle: clones share one connection. Nothing connects until a tool of
+/// it is listed or called.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.inner.name)
+            .field("how", &self.inner.how)
+            .field("timeout", &self.inner.timeout)
+            .field("tools", &self.inner.only)
+            .finish()
+    }
+}
+
+struct Inner {
+    name: String,
+    how: How,
+    timeout: Option<Duration>,
+    only: Option<Vec<String>>,
+    /// The live connection, if any. Held only to connect, list and look up; never
+    /// across a call, so calls run concurrently.
+    state: tokio::sync::Mutex<Option<Live>>,
+    /// Bumped when the server says its tools changed.
+    changed: Arc<watch::Sender<u64>>,
+    connections: AtomicU64,
+}
+
+struct Live {
+    id: u64,
+    service: RunningService<RoleClient, Upstream>,
+    /// `None` until listed, and again after the server says its tools changed.
+    tools: Option<Arc<Vec<Arc<Entry>>>>,
+    stale: Arc<AtomicBool>,
+    stderr: Option<Arc<Mutex<VecDeque<String>>>>,
+}
+
+impl Live {
+    fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
+
+    fn stderr_tail(&self) -> String {
+        stderr_tail(self.stderr.as_ref())
+    }
+}
+
+fn stderr_tail(stderr: Option<&Arc<Mutex<VecDeque<String>>>>) -> String {
+    let Some(lines) = stderr else {
+        return String::new();
+    };
+    let lines = lines
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; its last stderr: {}",
+            lines.iter().cloned().collect::<Vec<_>>().join(" | ")
+        )
+    }
+}
+
+/// Checks a server name: letters, digits, `-` and single `_`, so that the `__` in
+/// `{server}__{tool}` is unambiguous.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    let chars_ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !chars_ok {
+        return Err(format!(
+            "server name {name:?} is not allowed: use letters, digits, '-' and single '_'"
+        ));
+    }
+    if name.contains("__") || name.ends_with('_') {
+        return Err(format!(
+            "server name {name:?} is not allowed: no \"__\" and no trailing '_' (its tools are \
+             named {name}__TOOL)"
+        ));
+    }
+    Ok(())
+}
+
+impl McpServer {
+    fn new(name: &str, how: How) -> Result<Self, McpServerError> {
+        check_server_name(name).map_err(|message| McpServerError {
+            name: name.to_owned(),
+            message,
+        })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                how,
+                timeout: None,
+                only: None,
+                state: tokio::sync::Mutex::new(None),
+                changed: Arc::new(watch::channel(0).0),
+                connections: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// A server started as a child process, spoken to over its stdin and stdout.
+    pub fn stdio(name: &str, command: StdioCommand) -> Result<Self, McpServerError> {
+        if command.program.trim().is_empty() {
+            return Err(McpServerError {
+                name: name.to_owned(),
+                message: "the command is empty; give the program that starts the server".into(),
+            });
+        }
+        Self::new(name, How::Stdio(command))
+    }
+
+    /// A Streamable HTTP server at `url`, each request carrying `headers`.
+    pub fn http(
+        name: &str,
+        url: &str,
+        headers: BTreeMap<String, String>,
+    ) -> Result<Self, McpServerError> {
+        let fail = |message: String| McpServerError {
+            name: name.to_owned(),
+            message,
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| {
+            fail(format!(
+                "url {url:?} is not a URL ({e}); use http://HOST:PORT/mcp"
+            ))
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(fail(format!(
+                "url {url:?} must start with http:// or https://"
+            )));
+        }
+        for (key, value) in &headers {
+            reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|_| {
+                fail(format!(
+                    "header name {key:?} is not a valid HTTP header name"
+                ))
+            })?;
+            reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                fail(format!(
+                    "the value of header {key} is not a valid HTTP header value"
+                ))
+            })?;
+        }
+        Self::new(
+            name,
+            How::Http {
+                url: url.to_owned(),
+                headers,
+            },
+        )
+    }
+
+    /// A server in this process: `make` gives a fresh handler for each connection.
+    /// Meant for tests and for embedding a Rust MCP server.
+    pub fn in_process<S, F>(name: &str, make: F) -> Result<Self, McpServerError>
+    where
+        S: ServerHandler,
+        F: Fn() -> S + Send + Sync + 'static,
+    {
+        let serve: ServeInProcess = Arc::new(move |stream| {
+            let handler = make();
+            Box::pin(async move {
+                let (read, write) = tokio::io::split(stream);
+                if let Ok(running) = handler
+                    .serve(AsyncRwTransport::new_server(read, write))
+                    .await
+                {
+                    let _ended = running.waiting().await;
+                }
+            })
+        });
+        Self::new(name, How::InProcess(serve))
+    }
+
+    /// Waits at most `timeout` to connect and for each call; `None` waits without a
+    /// limit (the default, as the seed's).
+    #[must_use]
+    pub fn with_timeout(self, timeout: Option<Duration>) -> Self {
+        self.rebuild(|inner| inner.timeout = timeout)
+    }
+
+    /// Only these of the server's tools (by their names on the server) join the
+    /// registry; one the server does not have is reported when listing.
+    #[must_use]
+    pub fn with_tools(self, only: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let only = only.into_iter().map(Into::into).collect();
+        self.rebuild(|inner| inner.only = Some(only))
+    }
+
+    fn rebuild(self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Inner {
+            name: self.inner.name.clone(),
+            how: self.inner.how.clone(),
+            timeout: self.inner.timeout,
+            only: self.inner.only.clone(),
+            state: tokio::sync::Mutex::new(None),
+            changed: self.inner.changed.clone(),
+            connections: AtomicU64::new(0),
+        };
+        change(&mut inner);
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The name that prefixes its tools.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The per-call and connect timeout.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.inner.timeout
+    }
+
+    /// How many connections were made so far (a reconnect counts).
+    pub fn connections(&self) -> u64 {
+        self.inner.connections.load(Ordering::Relaxed)
+    }
+
+    /// A counter bumped each time the server says its tools changed
+    /// (`notifications/tools/list_changed`); the tools are listed again on next use.
+    pub fn watch_changes(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// Closes the connection, if any; the next use connects again.
+    pub async fn disconnect(&self) {
+        let live = self.inner.state.lock().await.take();
+        if let Some(live) = live {
+            let _ended = live.service.cancel().await;
+        }
+    }
+
+    fn connection_error(&self, message: impl Into<String>) -> CallError {
+        CallError::Connection {
+            server: self.inner.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    async fn within<T>(
+        &self,
+        what: &str,
+        work: impl Future<Output = Result<T, CallError>>,
+    ) -> Result<T, CallError> {
+        match self.inner.timeout {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(self.connection_error(format!(
+                    "no answer to {what} within {limit:?}; raise `timeout` or check the server"
+                )))
+            }),
+        }
+    }
+
+    /// The server's tools as registry entries, connecting first if needed. With
+    /// `reconnect`, a connection found closed is made again (listing); without, the
+    /// tools of a closed connection are still found, so that calling one reports the
+    /// lost connection.
+    pub(crate) async fn entries(&self, reconnect: bool) -> Result<Arc<Vec<Arc<Entry>>>, CallError> {
+        let mut state = self.inner.state.lock().await;
+        if reconnect && state.as_ref().is_some_and(Live::is_closed) {
+            *state = None;
+        }
+        if state.is_none() {
+            let live = self.within("connecting", self.connect()).await?;
+            *state = Some(live);
+        }
+        let Some(live) = state.as_mut() else {
+            return Err(self.connection_error("not connected"));
+        };
+        if live.stale.swap(false, Ordering::AcqRel) {
+            live.tools = None;
+        }
+        if let Some(tools) = &live.tools {
+            return Ok(tools.clone());
+        }
+        let listed = self
+            .within("tools/list", async {
+                live.service.peer().list_all_tools().await.map_err(|e| {
+                    self.connection_error(format!("tools/list failed: {e}{}", live.stderr_tail()))
+                })
+            })
+            .await?;
+        let tools = Arc::new(self.entries_of(listed));
+        live.tools = Some(tools.clone());
+        Ok(tools)
+    }
+
+    /// The server's tools that fit the registry; the rest are logged and left out.
+    fn entries_of(&self, listed: Vec<rmcp::model::Tool>) -> Vec<Arc<Entry>> {
+        let mut entries = Vec::new();
+        for remote in listed {
+            if let Some(only) = &self.inner.only
+                && !only.iter().any(|name| name == remote.name.as_ref())
+            {
+                continue;
+            }
+            match McpTool::entry(self, &remote) {
+                Ok(entry) => entries.push(Arc::new(entry)),
+                Err(message) => tracing::warn!(
+                    server = self.inner.name,
+                    tool = %remote.name,
+                    "tool left out: {message}"
+                ),
+            }
+        }
+        entries
+    }
+
+    /// Names in `tools` (see [`McpServer::with_tools`]) the server does not have.
+    pub(crate) fn missing(&self, entries: &[Arc<Entry>]) -> Vec<String> {
+        let Some(only) = &self.inner.only else {
+            return Vec::new();
+        };
+        only.iter()
+            .filter(|name| {
+                !entries
+                    .iter()
+                    .any(|e| e.tool.spec().name == format!("{}__{name}", self.inner.name))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The cached tool names, without connecting.
+    pub(crate) fn cached_names(&self) -> Vec<String> {
+        self.inner
+            .state
+            .try_lock()
+            .ok()
+            .and_then(|state| state.as_ref().and_then(|live| live.tools.clone()))
+            .map(|tools| tools.iter().map(|e| e.tool.spec().name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    async fn connect(&self) -> Result<Live, CallError> {
+        let id = self.inner.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let stale = Arc::new(AtomicBool::new(false));
+        let handler = Upstream {
+            server: self.inner.name.clone(),
+            stale: stale.clone(),
+            changed: self.inner.changed.clone(),
+        };
+        let failed = |e: &dyn std::fmt::Display, stderr: Option<&Arc<Mutex<VecDeque<String>>>>| {
+            self.connection_error(format!("could not connect: {e}{}", stderr_tail(stderr)))
+        };
+        let (service, stderr) = match &self.inner.how {
+            How::Stdio(command) => {
+                let (process, stderr) = self.spawn(command)?;
+                let service = handler
+                    .serve(process)
+                    .await
+                    .map_err(|e| failed(&e, stderr.as_ref()))?;
+                (service, stderr)
+            }
+            How::Http { url, headers } => {
+                let transport = http_transport(url, headers).map_err(|e| failed(&e, None))?;
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| failed(&e, None))?;
+                (service, None)
+            }
+            How::InProcess(serve) => {
+                let (ours, theirs) = tokio::io::duplex(1 << 20);
+                tokio::spawn(serve(theirs));
+                let (read, write) = tokio::io::split(ours);
+                let service = handler
+                    .serve(AsyncRwTransport::new_client(read, write))
+                    .await
+                    .map_err(|e| failed(&e, None))?;
+                (service, None)
+            }
+        };
+        tracing::info!(server = self.inner.name, connection = id, "connected");
+        Ok(Live {
+            id,
+            service,
+            tools: None,
+            stale,
+            stderr,
+        })
+    }
+
+    /// Starts a stdio server in its own process group (so its children end with it),
+    /// with the safe environment plus its own, its stderr kept for messages.
+    #[allow(clippy::type_complexity)]
+    fn spawn(
+        &self,
+        command: &StdioCommand,
+    ) -> Result<(TokioChildProcess, Option<Arc<Mutex<VecDeque<String>>>>), CallError> {
+        let mut cmd = tokio::process::Command::new(&command.program);
+        cmd.args(&command.args).env_clear();
+        for name in SAFE_ENV {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+        cmd.envs(&command.env);
+        if let Some(cwd) = &command.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+        wrapped
+            .wrap(process_wrap::tokio::ProcessGroup::leader())
+            .wrap(process_wrap::tokio::KillOnDrop);
+        let (process, stderr) = TokioChildProcess::builder(wrapped)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    "; install it or fix `command` (PATH is piton's own)"
+                } else {
+                    ""
+                };
+                self.connection_error(format!("cannot start {:?}: {e}{hint}", command.program))
+            })?;
+        let tail = stderr.map(|stderr| {
+            let tail = Arc::new(Mutex::new(VecDeque::new()));
+            let keep = tail.clone();
+            let server = self.inner.name.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::info!(server, "stderr: {line}");
+                    let mut keep = keep
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if keep.len() == STDERR_TAIL {
+                        keep.pop_front();
+                    }
+                    keep.push_back(line);
+                }
+            });
+            tail
+        });
+        Ok((process, tail))
+    }
+
+    /// Calls `remote` (its name on the server). A connection found closed, or lost
+    /// during the call, is a [`CallError::Connection`] and is dropped, so the next
+    /// call connects again.
+    async fn call(&self, remote: &str, args: &Args) -> Result<ToolResult, CallError> {
+        let (peer, id) = {
+            let mut state = self.inner.state.lock().await;
+            if state.is_none() {
+                let live = self.within("connecting", self.connect()).await?;
+                *state = Some(live);
+            }
+            match state.as_ref() {
+                Some(live) if !live.is_closed() => (live.service.peer().clone(), live.id),
+                Some(live) => {
+                    let message = format!(
+                        "the connection was lost{}; the next call connects again",
+                        live.stderr_tail()
+                    );
+                    *state = None;
+                    return Err(self.connection_error(message));
+                }
+                None => return Err(self.connection_error("not connected")),
+            }
+        };
+        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args.clone());
+        let answer = match self.inner.timeout {
+            None => Ok(peer.call_tool(params).await),
+            Some(limit) => tokio::time::timeout(limit, peer.call_tool(params)).await,
+        };
+        match answer {
+            Ok(Ok(result)) => Ok(content_of(result)),
+            Ok(Err(ServiceError::McpError(error))) => {
+                let message = error.message.to_string();
+                if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
+                    Ok(Err(ToolError::Input(message)))
+                } else {
+                    Ok(Err(ToolError::Failed(message)))
+                }
+            }
+            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                let mut state = self.inner.state.lock().await;
+                let tail = state.as_ref().map(Live::stderr_tail).unwrap_or_default();
+                if state.as_ref().is_some_and(|live| live.id == id) {
+                    *state = None;
+                }
+                Err(self.connection_error(format!(
+                    "the connection was lost during the call{tail}; the next call connects again"
+                )))
+            }
+            Ok(Err(other)) => Ok(Err(ToolError::Failed(format!(
+                "MCP server `{}` failed the call: {other}",
+                self.inner.name
+            )))),
+            Err(_elapsed) => Ok(Err(ToolError::Failed(format!(
+                "MCP server `{}` did not answer within {:?}",
+                self.inner.name,
+                self.inner.timeout.unwrap_or_default()
+            )))),
+        }
+    }
+}
+
+/// A Streamable HTTP transport through reqwest with piton's rustls (ring) and the
+/// webpki roots; redirects are not followed (the MCP client would replay headers).
+fn http_transport(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("TLS setup failed: {e}"))?
+    .with_root_certificates(rustls::RootCertStore::from_iter(
+        webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+    ))
+    .with_no_client_auth();
+    let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| format!("HTTP client setup failed: {e}"))?;
+    let mut custom = std::collections::HashMap::new();
+    for (key, value) in headers {
+        let name = http::HeaderName::from_bytes(key.as_bytes())
+            .map_err(|_| format!("header name {key:?} is not valid"))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {key} is not valid"))?;
+        custom.insert(name, value);
+    }
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            url.to_owned(),
+        )
+        .custom_headers(custom);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// The client side of one upstream connection.
+struct Upstream {
+    server: String,
+    stale: Arc<AtomicBool>,
+    changed: Arc<watch::Sender<u64>>,
+}
+
+impl ClientHandler for Upstream {
+    fn get_info(&self) -> ClientConfig {
+        // 2025-11-25 keeps list_changed an unprompted notification (2026-07-28 needs
+        // a subscription), which is what the servers in use today send.
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("piton", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(
+            server = self.server,
+            "its tools changed; listing them again"
+        );
+        self.stale.store(true, Ordering::Release);
+        self.changed.send_modify(|n| *n += 1);
+    }
+}
+
+/// A tool of an upstream MCP server: the seed's `MCPTool`.
+pub struct McpTool {
+    server: Weak<Inner>,
+    server_name: String,
+    remote_name: String,
+    spec: ToolSpec,
+    hints: Hints,
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.spec.name)
+            .field("hints", &self.hints)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpTool {
+    fn entry(server: &McpServer, remote: &rmcp::model::Tool) -> Result<Entry, String> {
+        let name = format!("{}__{}", server.inner.name, remote.name);
+        crate::check_tool_name(&name)?;
+        let input_schema = Value::Object((*remote.input_schema).clone());
+        let schema = InputSchema::required_only(&input_schema)?;
+        let tool = Self {
+            server: Arc::downgrade(&server.inner),
+            server_name: server.inner.name.clone(),
+            remote_name: remote.name.to_string(),
+            spec: ToolSpec {
+                name,
+                description: remote
+                    .description
+                    .as_deref()
+                    .or(remote.title.as_deref())
+                    .unwrap_or_default()
+                    .to_owned(),
+                input_schema,
+                parallel: true,
+            },
+            hints: hints_of(remote.annotations.as_ref()),
+        };
+        Ok(Entry {
+            tool: Arc::new(tool),
+            schema,
+        })
+    }
+
+    /// The tool's name on its server (the registry's name has the `{server}__` prefix).
+    pub fn remote_name(&self) -> &str {
+        &self.remote_name
+    }
+
+    /// The name of the server it belongs to.
+    pub fn server_name(&self) -> &str {
+        &self.server_name
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn hints(&self) -> Hints {
+        self.hints
+    }
+
+    fn hints_trust(&self) -> HintsTrust {
+        HintsTrust::Declared
+    }
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Mcp(self.server_name.clone())
+    }
+
+    fn checks_whole_schema(&self) -> bool {
+        false
+    }
+
+    async fn call(&self, args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
+        let Some(inner) = self.server.upgrade() else {
+            return Err(CallError::Connection {
+                server: self.server_name.clone(),
+                message: "the server was removed from the registry".into(),
+            });
+        };
+        McpServer { inner }.call(&self.remote_name, args).await
+    }
+}
+
+/// Hints from MCP annotations, with the seed's worst case for each one left out and
+/// read-only implying not destructive and idempotent.
+pub(crate) fn hints_of(annotations: Option<&ToolAnnotations>) -> Hints {
+    let given = annotations.cloned().unwrap_or_default();
+    let open_world = given.open_world_hint.unwrap_or(true);
+    if given.read_only_hint == Some(true) {
+        Hints::read_only(open_world)
+    } else {
+        Hints {
+            read_only: false,
+            destructive: given.destructive_hint.unwrap_or(true),
+            idempotent: given.idempotent_hint.unwrap_or(false),
+            open_world,
+        }
+    }
+}
+
+/// A `tools/call` result as the seed maps it: text blocks joined by newlines,
+/// images kept, other blocks as short placeholders, `structuredContent` as JSON when
+/// there are no blocks, nothing (→ "(done)") when there is nothing; `isError` makes
+/// it an error result with the blocks' text.
+pub(crate) fn content_of(result: CallToolResult) -> ToolResult {
+    let mut content = Vec::new();
+    let mut text: Option<String> = None;
+    let push_text = |text: &mut Option<String>, line: String| match text {
+        Some(t) => {
+            t.push('\n');
+            t.push_str(&line);
+        }
+        None => *text = Some(line),
+    };
+    for block in result.content {
+        match block {
+            ContentBlock::Text(t) => push_text(&mut text, t.text),
+            ContentBlock::Image(image) => {
+                match base64::engine::general_purpose::STANDARD.decode(image.data.as_bytes()) {
+                    Ok(data) => {
+                        if let Some(t) = text.take() {
+                            content.push(Content::text(t));
+                        }
+                        content.push(Content::Image {
+                            mime_type: image.mime_type,
+                            data,
+                        });
+                    }
+                    Err(_) => push_text(
+                        &mut text,
+                        format!("[image {}, not valid base64]", image.mime_type),
+                    ),
+                }
+            }
+            ContentBlock::Audio(audio) => push_text(
+                &mut text,
+                format!(
+                    "[audio {}, {} bytes]",
+                    audio.mime_type,
+                    audio.data.len() * 3 / 4
+                ),
+            ),
+            ContentBlock::Resource(resource) => {
+                let uri = match &resource.resource {
+                    ResourceContents::TextResourceContents { uri, .. }
+                    | ResourceContents::BlobResourceContents { uri, .. } => uri.as_str(),
+                    _ => "(unknown kind)",
+                };
+                push_text(&mut text, format!("[resource {uri}]"));
+            }
+            ContentBlock::ResourceLink(link) => {
+                push_text(&mut text, format!("[resource link {}]", link.uri));
+            }
+            other => {
+                let kind = serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| "unknown".to_owned());
+                push_text(&mut text, format!("[{kind} block]"));
+            }
+        }
+    }
+    if result.is_error == Some(true) {
+        let mut message: Vec<String> = content.iter().map(Content::to_model_text).collect();
+        message.extend(text);
+        let message = message.join("\n");
+        return Err(ToolError::Failed(if message.is_empty() {
+            "the tool failed and said nothing more".to_owned()
+        } else {
+            message
+        }));
+    }
+    if let Some(t) = text {
+        content.push(Content::text(t));
+    }
+    if content.is_empty()
+        && let Some(json) = result.structured_content
+    {
+        content.push(Content::Json { json });
+    }
+    Ok(content)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn result(value: Value) -> CallToolResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn server_names() {
+        for good in ["everything", "a", "my-server", "my_server", "s3"] {
+            assert!(check_server_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "a__b", "a_", "dot.name", "sp ace", "ü"] {
+            assert!(check_server_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hints_default_to_the_worst_case() {
+        assert_eq!(hints_of(None), Hints::default());
+        let read_only =
+            ToolAnnotations::from_raw(None, Some(true), Some(true), Some(false), Some(false));
+        assert_eq!(hints_of(Some(&read_only)), Hints::read_only(false));
+        let only_idempotent = ToolAnnotations::from_raw(None, None, None, Some(true), None);
+        assert_eq!(
+            hints_of(Some(&only_idempotent)),
+            Hints {
+                idempotent: true,
+                ..Hints::default()
+            }
+        );
+    }
+
+    #[test]
+    fn text_blocks_join_and_images_stay() {
+        let png = base64::engine::general_purpose::STANDARD.encode([1, 2, 3]);
+        let got = content_of(result(json!({"content": [
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "b"},
+            {"type": "image", "data": png, "mimeType": "image/png"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "file:///x", "name": "x"},
+        ]})));
+        assert_eq!(
+            got,
+            Ok(vec![
+                Content::text("a\nb"),
+                Content::Image {
+                    mime_type: "image/png".into(),
+                    data: vec![1, 2, 3]
+                },
+                Content::text("[audio audio/wav, 3 bytes]\n[resource link file:///x]"),
+            ])
+        );
+    }
+
+    #[test]
+    fn structured_content_only_when_there_are_no_blocks() {
+        let got = content_of(result(
+            json!({"content": [], "structuredContent": {"n": 1}}),
+        ));
+        assert_eq!(
+            got,
+            Ok(vec![Content::Json {
+                json: json!({"n": 1})
+            }])
+        );
+        let got = content_of(result(json!({
+            "content": [{"type": "text", "text": "1"}], "structuredContent": {"n": 1}
+        })));
+        assert_eq!(got, Ok(vec![Content::text("1")]));
+        assert_eq!(content_of(result(json!({"content": []}))), Ok(vec![]));
+    }
+
+    #[test]
+    fn is_error_is_an_error_result() {
+        let got = content_of(result(json!({
+            "content": [{"type": "text", "text": "no such file"}], "isError": true
+        })));
+        assert_eq!(got, Err(ToolError::Failed("no such file".into())));
+        let got = content_of(result(json!({"content": [], "isError": true})));
+        assert_eq!(
+            got,
+            Err(ToolError::Failed(
+                "the tool failed and said nothing more".into()
+            ))
+        );
+    }
+}

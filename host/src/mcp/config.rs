@@ -1,0 +1,334 @@
+//! `[mcp.NAME]` sections of piton.toml: upstream MCP servers.
+//!
+//! ```toml
+//! [mcp.everything]
+//! command = "npx -y @modelcontextprotocol/server-everything"   # or command = "npx" with args = [...]
+//! cwd = "."                     # relative to piton.toml
+//! env = { DEBUG = "0" }         # added to HOME, LOGNAME, PATH, SHELL, TERM, USER; ${VAR} allowed
+//! timeout = "30s"               # connecting and each call; default: no limit
+//! tools = ["echo", "get-sum"]   # only these (default: all)
+//! [mcp.remote]
+//! url = "http://127.0.0.1:3001/mcp"
+//! headers = { Authorization = "Bearer ${TOKEN}" }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{McpServer, McpServerError, StdioCommand, check_server_name};
+use crate::parse::{parse_duration, parse_env_template, split_command};
+
+/// What piton.toml says about one upstream server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpConfig {
+    /// How to reach it.
+    pub connect: McpConnect,
+    /// The connect and per-call timeout; `None` waits without a limit.
+    pub timeout: Option<Duration>,
+    /// Only these tools (names on the server), or all.
+    pub tools: Option<Vec<String>>,
+}
+
+/// How an upstream server is reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum McpConnect {
+    /// A child process spoken to over stdio.
+    Stdio(StdioCommand),
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint, such as `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// Headers sent with each request (values may hold secrets).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl McpConfig {
+    /// The server this section describes, named `name`.
+    pub fn server(&self, name: &str) -> Result<McpServer, McpServerError> {
+        let server = match &self.connect {
+            McpConnect::Stdio(command) => McpServer::stdio(name, command.clone())?,
+            McpConnect::Http { url, headers } => McpServer::http(name, url, headers.clone())?,
+        };
+        let server = server.with_timeout(self.timeout);
+        Ok(match &self.tools {
+            Some(tools) => server.with_tools(tools.iter().cloned()),
+            None => server,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMcp {
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    cwd: Option<String>,
+    env: Option<BTreeMap<String, String>>,
+    url: Option<String>,
+    headers: Option<BTreeMap<String, String>>,
+    timeout: Option<String>,
+    tools: Option<Vec<String>>,
+}
+
+/// Parses `[mcp.NAME]`; an error is the key and the message.
+pub(crate) fn parse_mcp(
+    name: &str,
+    raw: RawMcp,
+    base: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<McpConfig, (String, String)> {
+    let key = format!("mcp.{name}");
+    let at = |sub: &str| format!("{key}.{sub}");
+    check_server_name(name).map_err(|m| (key.clone(), m))?;
+    let connect = match (raw.command, raw.url) {
+        (Some(_), Some(_)) => {
+            return Err((
+                key,
+                "has both `command` and `url`; a server is either a command (stdio) or a URL"
+                    .to_owned(),
+            ));
+        }
+        (None, None) => {
+            return Err((
+                key,
+                "needs `command` (a stdio server) or `url` (a Streamable HTTP server)".to_owned(),
+            ));
+        }
+        (Some(command), None) => {
+            if raw.headers.is_some() {
+                return Err((
+                    at("headers"),
+                    "`headers` are for `url` servers; a command gets `env`".to_owned(),
+                ));
+            }
+            let (program, args) = match raw.args {
+                Some(args) => (command.trim().to_owned(), args),
+                None => {
+                    let mut words = split_command(&command).map_err(|m| (at("command"), m))?;
+                    if words.is_empty() {
+                        (String::new(), Vec::new())
+                    } else {
+                        let program = words.remove(0);
+                        (program, words)
+                    }
+                }
+            };
+            if program.is_empty() {
+                return Err((
+                    at("command"),
+                    "is empty; give the program that starts the server, such as \"npx -y @modelcontextprotocol/server-everything\"".to_owned(),
+                ));
+            }
+            let cwd = match raw.cwd {
+                Some(cwd) => {
+                    let path = base.join(&cwd);
+                    if !path.is_dir() {
+                        return Err((
+                            at("cwd"),
+                            format!(
+                                "{} is not a folder; fix the path (relative paths are relative to piton.toml)",
+                                path.display()
+                            ),
+                        ));
+                    }
+                    Some(path)
+                }
+                None => None,
+            };
+            let mut vars = BTreeMap::new();
+            for (var, value) in raw.env.unwrap_or_default() {
+                if var.is_empty() || var.contains(['=', '\0']) {
+                    return Err((
+                        at("env"),
+                        format!("{var:?} is not a variable name: no '=' or NUL, not empty"),
+                    ));
+                }
+                let value =
+                    parse_env_template(&value, env).map_err(|m| (at(&format!("env.{var}")), m))?;
+                vars.insert(var, value);
+            }
+            McpConnect::Stdio(StdioCommand {
+                program,
+                args,
+                cwd,
+                env: vars,
+            })
+        }
+        (None, Some(url)) => {
+            for (given, sub) in [
+                (raw.args.is_some(), "args"),
+                (raw.cwd.is_some(), "cwd"),
+                (raw.env.is_some(), "env"),
+            ] {
+                if given {
+                    return Err((
+                        at(sub),
+                        format!("`{sub}` is for `command` servers; a `url` server gets `headers`"),
+                    ));
+                }
+            }
+            let mut headers = BTreeMap::new();
+            for (header, value) in raw.headers.unwrap_or_default() {
+                let value = parse_env_template(&value, env)
+                    .map_err(|m| (at(&format!("headers.{header}")), m))?;
+                headers.insert(header, value);
+            }
+            McpConnect::Http { url, headers }
+        }
+    };
+    let timeout = match raw.timeout {
+        Some(t) => Some(parse_duration(&t).map_err(|m| (at("timeout"), m))?),
+        None => None,
+    };
+    if let Some(tools) = &raw.tools
+        && let Some(bad) = tools.iter().find(|t| t.trim().is_empty())
+    {
+        return Err((
+            at("tools"),
+            format!("{bad:?} is not a tool name; list the server's tool names"),
+        ));
+    }
+    let config = McpConfig {
+        connect,
+        timeout,
+        tools: raw.tools,
+    };
+    // The same checks the library makes (URL, header names and values).
+    config.server(name).map_err(|e| (key, e.message))?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, ConfigError};
+
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_owned());
+        Config::parse(text, &std::env::temp_dir().join("piton.toml"), &env)
+    }
+
+    fn error(text: &str) -> (String, String) {
+        let e = parse(text).expect_err(text);
+        (e.key, e.message)
+    }
+
+    #[test]
+    fn a_command_server() {
+        let config = parse(
+            r#"
+            [mcp.everything]
+            command = "npx -y '@modelcontextprotocol/server-everything'"
+            cwd = "."
+            env = { DEBUG = "0", KEY = "${TOKEN}" }
+            timeout = "30s"
+            tools = ["echo", "get-sum"]
+            "#,
+        )
+        .unwrap();
+        let server = &config.mcp["everything"];
+        let McpConnect::Stdio(command) = &server.connect else {
+            panic!("{server:?}")
+        };
+        assert_eq!(command.program, "npx");
+        assert_eq!(
+            command.args,
+            ["-y", "@modelcontextprotocol/server-everything"]
+        );
+        assert_eq!(
+            command.cwd.as_deref(),
+            Some(std::env::temp_dir().join(".").as_path())
+        );
+        assert_eq!(command.env["KEY"], "s3cret");
+        assert_eq!(server.timeout, Some(Duration::from_secs(30)));
+        assert_eq!(
+            server.tools.as_deref(),
+            Some(&["echo".to_owned(), "get-sum".to_owned()][..])
+        );
+    }
+
+    #[test]
+    fn args_keep_the_command_whole() {
+        let config = parse("[mcp.s]\ncommand = \"/opt/my server\"\nargs = [\"a b\"]").unwrap();
+        let McpConnect::Stdio(command) = &config.mcp["s"].connect else {
+            panic!()
+        };
+        assert_eq!(command.program, "/opt/my server");
+        assert_eq!(command.args, ["a b"]);
+    }
+
+    #[test]
+    fn a_url_server() {
+        let config = parse(
+            "[mcp.remote]\nurl = \"http://127.0.0.1:3001/mcp\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }",
+        )
+        .unwrap();
+        assert_eq!(
+            config.mcp["remote"].connect,
+            McpConnect::Http {
+                url: "http://127.0.0.1:3001/mcp".into(),
+                headers: [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into()
+            }
+        );
+        assert_eq!(config.mcp["remote"].timeout, None);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_fix() {
+        let cases = [
+            ("[mcp.a__b]\ncommand = \"x\"", "mcp.a__b", "__"),
+            ("[mcp.a]\n", "mcp.a", "needs `command`"),
+            (
+                "[mcp.a]\ncommand = \"x\"\nurl = \"http://h/mcp\"",
+                "mcp.a",
+                "both",
+            ),
+            ("[mcp.a]\ncommand = \"  \"", "mcp.a.command", "is empty"),
+            ("[mcp.a]\ncommand = \"x 'open\"", "mcp.a.command", "quote"),
+            (
+                "[mcp.a]\ncommand = \"x\"\nheaders = {A = \"b\"}",
+                "mcp.a.headers",
+                "for `url`",
+            ),
+            (
+                "[mcp.a]\nurl = \"http://h/mcp\"\nenv = {A = \"b\"}",
+                "mcp.a.env",
+                "for `command`",
+            ),
+            ("[mcp.a]\nurl = \"ftp://h/mcp\"", "mcp.a", "http://"),
+            ("[mcp.a]\nurl = \"not a url\"", "mcp.a", "not a URL"),
+            (
+                "[mcp.a]\nurl = \"http://h/\"\nheaders = {A = \"${NOPE}\"}",
+                "mcp.a.headers.A",
+                "NOPE is not set",
+            ),
+            (
+                "[mcp.a]\ncommand = \"x\"\ntimeout = \"soon\"",
+                "mcp.a.timeout",
+                "",
+            ),
+            (
+                "[mcp.a]\ncommand = \"x\"\ncwd = \"no/such/dir\"",
+                "mcp.a.cwd",
+                "not a folder",
+            ),
+            (
+                "[mcp.a]\ncommand = \"x\"\ntools = [\"\"]",
+                "mcp.a.tools",
+                "not a tool name",
+            ),
+        ];
+        for (text, key, message) in cases {
+            let (got_key, got_message) = error(text);
+            assert_eq!(got_key, key, "{text}: {got_message}");
+            assert!(got_message.contains(message), "{text}: {got_message}");
+        }
+        let (_, message) = error("[mcp.a]\ncommand = \"x\"\nport = 3");
+        assert!(message.contains("unknown field `port`"), "{message}");
+    }
+}
