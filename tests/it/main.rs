@@ -7,5 +7,6 @@ mod hostile;
 mod loading;
 mod mcp;
 mod net;
+mod peers;
 mod registry;
 mod support;

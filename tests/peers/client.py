@@ -1,0 +1,83 @@
+"""An MCP client made of the official Python SDK (`mcp.Client`), for piton's tests.
+
+Connects to one server, lists its tools, makes the calls asked for, and prints one JSON
+object on stdout for the test to assert on; it judges nothing itself.
+
+    python client.py [--mode auto|legacy] [--call NAME ARGS_JSON]... --url URL
+    python client.py [--mode auto|legacy] [--call NAME ARGS_JSON]... -- COMMAND [ARG]...
+
+`--url` is Streamable HTTP; `-- COMMAND` starts the server over stdio, with the
+environment variables named PITON_* passed on (the SDK passes only a safe few).
+The default mode, `auto`, is the SDK's: it first sends `server/discover` and falls back
+to `initialize` on an error.
+
+Output:
+    {"protocol_version": "...", "server_info": {...} | null,
+     "tools": [Tool as on the wire, camelCase],
+     "calls": [{"name": ..., "arguments": ..., "result": CallToolResult as on the wire}
+               or {"name": ..., "arguments": ..., "error": {"code": int, "message": str}}]}
+Exit 0 whenever that JSON was printed; anything else is a traceback and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from mcp import Client, MCPError, StdioServerParameters
+
+
+def wire(model: Any) -> Any:
+    """A pydantic model as the JSON the server sent (aliases, no unset fields)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.url:
+        target: Any = args.url
+    else:
+        command, *rest = args.command
+        env = {k: v for k, v in os.environ.items() if k.startswith("PITON_")}
+        target = StdioServerParameters(command=command, args=rest, env=env)
+    calls = [(name, json.loads(arguments)) for name, arguments in args.call or []]
+    async with Client(target, mode=args.mode, read_timeout_seconds=args.timeout) as client:
+        info = client.server_info
+        report: dict[str, Any] = {
+            "protocol_version": client.protocol_version,
+            "server_info": wire(info) if info is not None else None,
+            "tools": [wire(tool) for tool in (await client.list_tools()).tools],
+            "calls": [],
+        }
+        for name, arguments in calls:
+            entry: dict[str, Any] = {"name": name, "arguments": arguments}
+            try:
+                entry["result"] = wire(await client.call_tool(name, arguments))
+            except MCPError as error:
+                entry["error"] = {"code": error.code, "message": error.message}
+            report["calls"].append(entry)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="auto", help="auto (discover first) or legacy")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    parser.add_argument(
+        "--call", nargs=2, action="append", metavar=("NAME", "ARGS_JSON"), help="a tools/call"
+    )
+    parser.add_argument("--url", help="a Streamable HTTP endpoint")
+    parser.add_argument("command", nargs="*", help="a stdio server: COMMAND [ARG]...")
+    args = parser.parse_args()
+    if bool(args.url) == bool(args.command):
+        parser.error("give either --url URL or -- COMMAND [ARG]...")
+    report = asyncio.run(run(args))
+    json.dump(report, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

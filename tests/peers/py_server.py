@@ -1,0 +1,95 @@
+"""An upstream MCP server made of the official Python SDK, for piton's tests.
+
+    <target>/peers/venv/bin/python tests/peers/py_server.py            (stdio)
+
+Built with `mcp.server.mcpserver.MCPServer`, served over stdio. Its tools, exactly:
+
+- `add(a: int, b: int)`: the text of a + b ("5" for 2 and 3). Annotations
+  readOnlyHint true, destructiveHint false, idempotentHint true, openWorldHint false.
+- `shout(text: str)`: the text in upper case. No annotations at all: a client must
+  assume the worst (not read-only, destructive, not idempotent, open world).
+- `fail(message: str)`: raises the SDK's ToolError; the result is isError true with
+  the one text block "Error executing tool fail: <message>" (the SDK's wording).
+  Read-only annotations like `add`.
+- `structured(a: int, b: int)`: structuredContent {"sum": a + b} and an EMPTY content
+  list (the SDK sends what the tool returns as is), with an output schema: an object
+  with the one required integer property "sum" (pydantic adds titles and a description).
+  Read-only annotations like `add`.
+- `pid()`: the text of this server's process id, so a test can kill the server.
+  Read-only annotations like `add`.
+- `sleep(seconds: float)`: sleeps that long, then the text "slept <seconds>" (Python's
+  `%g`: "slept 0.2", "slept 30").
+  Annotations readOnlyHint true, idempotentHint true, openWorldHint false.
+
+Only `structured` has an output schema or structuredContent: the others are plain text
+tools (content is one text block). Arguments that do not fit the input schema give
+isError true with the SDK's pydantic message. Every tool has a one-line description
+(its docstring). The server's name is "piton-test-py-server".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+server = MCPServer("piton-test-py-server")
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@server.tool(structured_output=False)
+def shout(text: str) -> str:
+    """Return the text in upper case."""
+    return text.upper()
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def fail(message: str) -> str:
+    """Always fail, with the given message."""
+    raise ToolError(message)
+
+
+class Sum(BaseModel):
+    """The sum of two integers."""
+
+    sum: int
+
+
+@server.tool(annotations=READ_ONLY)
+def structured(a: int, b: int) -> Annotated[CallToolResult, Sum]:
+    """Add two integers; the sum comes only as structured content."""
+    return CallToolResult(content=[], structured_content={"sum": a + b})
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def pid() -> str:
+    """This server's process id."""
+    return str(os.getpid())
+
+
+@server.tool(
+    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    structured_output=False,
+)
+async def sleep(seconds: float) -> str:
+    """Sleep for the given number of seconds."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds:g}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
