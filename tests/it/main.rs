@@ -10,3 +10,4 @@ mod net;
 mod peers;
 mod registry;
 mod support;
+mod upstream;

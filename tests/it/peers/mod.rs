@@ -7,6 +7,7 @@
 mod conformance;
 mod inspector;
 mod python_sdk;
+mod upstreams;
 
 use std::ffi::OsStr;
 use std::io::{BufRead as _, BufReader, Read as _};
@@ -65,6 +66,11 @@ pub(crate) fn peers() -> &'static Peers {
 }
 
 impl Peers {
+    /// The install folder (`target/peers`).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The venv's Python, with the MCP Python SDK.
     pub(crate) fn python(&self) -> PathBuf {
         self.dir.join("venv/bin/python")

@@ -1,0 +1,581 @@
+//! Upstream MCP servers in the registry (the seed's `MCP` and `MCPTool`), with an
+//! in-process rmcp server whose every answer the tests control, and the approval
+//! hook on the registry.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use piton_host::mcp::{McpServer, check_server_name};
+use piton_host::{
+    AllowByReadOnly, ApprovalRequest, CallError, Content, Decision, Hints, HintsTrust, Limits,
+    Listing, Registry, ToolError, ToolSource,
+};
+use piton_tests::plugins;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool as RemoteTool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
+
+use crate::support::{call_error, call_ok, load};
+
+/// What the test server has seen and holds.
+#[derive(Default)]
+struct Seen {
+    calls: AtomicUsize,
+    connections: AtomicUsize,
+    extra_tools: Mutex<Vec<String>>,
+}
+
+/// A server with `add` (annotated read-only), `shout` (no annotations), `fail`
+/// (isError), `broken` (a JSON-RPC error), `structured` (structuredContent only),
+/// `nothing` (no content), `image` (text + image + a resource link), `grow`
+/// (adds a tool and says the list changed), and whatever `grow` added.
+#[derive(Clone)]
+struct TestServer(Arc<Seen>);
+
+fn schema(required: &[&str]) -> serde_json::Map<String, Value> {
+    let props: serde_json::Map<String, Value> = required
+        .iter()
+        .map(|name| ((*name).to_owned(), json!({"type": "number"})))
+        .collect();
+    json!({"type": "object", "properties": props, "required": required})
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("test-server", "1"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let read_only = ToolAnnotations::from_raw(None, Some(true), None, None, Some(false));
+        let mut tools = vec![
+            RemoteTool::new("add", "Adds a and b", schema(&["a", "b"])).with_annotations(read_only),
+            RemoteTool::new("shout", "Shouts", schema(&[])),
+        ];
+        for name in ["fail", "broken", "structured", "nothing", "image", "grow"] {
+            tools.push(RemoteTool::new(name, name, schema(&[])));
+        }
+        let extra = self.0.extra_tools.lock().expect("lock").clone();
+        for name in extra {
+            tools.push(RemoteTool::new(name, "added by grow", schema(&[])));
+        }
+        // A name piton cannot register: left out, the rest still listed.
+        tools.push(RemoteTool::new("has.dot", "bad name", schema(&[])));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.0.calls.fetch_add(1, Ordering::SeqCst);
+        let args = request.arguments.unwrap_or_default();
+        let number = |k: &str| args.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        let result = match request.name.as_ref() {
+            "add" => CallToolResult::success(vec![ContentBlock::text(
+                (number("a") + number("b")).to_string(),
+            )]),
+            "shout" => {
+                CallToolResult::success(vec![ContentBlock::text("HEY"), ContentBlock::text("YOU")])
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text("it went wrong")]),
+            "broken" => return Err(ErrorData::internal_error("the server broke", None)),
+            "structured" => {
+                let mut result = CallToolResult::structured(json!({"n": 7}));
+                result.content.clear();
+                result
+            }
+            "nothing" => CallToolResult::success(vec![]),
+            "image" => CallToolResult::success(vec![
+                ContentBlock::text("look:"),
+                ContentBlock::image("AQID", "image/png"),
+            ]),
+            "grow" => {
+                self.0
+                    .extra_tools
+                    .lock()
+                    .expect("lock")
+                    .push("grown".into());
+                context
+                    .peer
+                    .notify_tool_list_changed()
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                CallToolResult::success(vec![ContentBlock::text("grew")])
+            }
+            "grown" => CallToolResult::success(vec![ContentBlock::text("I am new")]),
+            other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
+        };
+        Ok(result.into())
+    }
+}
+
+fn test_server(name: &str) -> (McpServer, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let shared = seen.clone();
+    let server = McpServer::in_process(name, move || {
+        shared.connections.fetch_add(1, Ordering::SeqCst);
+        TestServer(shared.clone())
+    })
+    .expect("a good name");
+    (server, seen)
+}
+
+/// The names in a listing.
+fn names(listing: &Listing) -> Vec<String> {
+    listing
+        .tools
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect()
+}
+
+fn registry_with(server: McpServer) -> Registry {
+    let mut registry = Registry::new();
+    registry.add_mcp(server).expect("added");
+    registry
+}
+
+#[tokio::test]
+async fn tools_join_as_server_tool_with_declared_hints_and_connect_lazily() {
+    let (server, seen) = test_server("up");
+    let registry = registry_with(server.clone());
+    assert_eq!(
+        seen.connections.load(Ordering::SeqCst),
+        0,
+        "nothing connects when added"
+    );
+    assert_eq!(server.connections(), 0);
+
+    let listing = registry.list().await;
+    assert!(listing.errors.is_empty(), "{:?}", listing.errors);
+    let names = names(&listing);
+    assert!(
+        names.contains(&"up__add".to_owned()) && names.contains(&"up__shout".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("has.dot")), "{names:?}");
+
+    let add = registry.find("up__add").await.expect("found");
+    assert_eq!(add.hints(), Hints::read_only(false));
+    assert_eq!(add.hints_trust(), HintsTrust::Declared);
+    assert_eq!(add.source(), ToolSource::Mcp("up".into()));
+    // No annotations: the seed's worst case.
+    let shout = registry.find("up__shout").await.expect("found");
+    assert_eq!(shout.hints(), Hints::default());
+
+    assert_eq!(
+        call_ok(&registry, "up__add", json!({"a": 2, "b": 3})).await,
+        ["5"]
+    );
+    assert_eq!(server.connections(), 1, "one connection, kept");
+    assert_eq!(seen.connections.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn results_map_as_the_seed_says() {
+    let (server, _seen) = test_server("up");
+    let registry = registry_with(server);
+    assert_eq!(
+        call_ok(&registry, "up__shout", json!({})).await,
+        ["HEY\nYOU"]
+    );
+    match registry.call("up__image", json!({})).await {
+        Ok(Ok(content)) => assert_eq!(
+            content,
+            [
+                Content::text("look:"),
+                Content::Image {
+                    mime_type: "image/png".into(),
+                    data: vec![1, 2, 3]
+                }
+            ]
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        registry
+            .call("up__structured", json!({}))
+            .await
+            .expect("runs"),
+        Ok(vec![Content::Json {
+            json: json!({"n": 7})
+        }])
+    );
+    assert_eq!(
+        registry.call("up__nothing", json!({})).await.expect("runs"),
+        Ok(vec![])
+    );
+    assert_eq!(
+        call_error(&registry, "up__fail", json!({})).await,
+        ToolError::Failed("it went wrong".into())
+    );
+    assert_eq!(
+        call_error(&registry, "up__broken", json!({})).await,
+        ToolError::Failed("the server broke".into())
+    );
+}
+
+#[tokio::test]
+async fn missing_required_arguments_are_an_input_error_and_the_server_checks_the_rest() {
+    let (server, seen) = test_server("up");
+    let registry = registry_with(server);
+    let error = call_error(&registry, "up__add", json!({"a": 1})).await;
+    assert_eq!(
+        error,
+        ToolError::Input("\"b\" is a required property".into())
+    );
+    assert_eq!(
+        seen.calls.load(Ordering::SeqCst),
+        0,
+        "the server was not called"
+    );
+    // A wrong type is the server's to judge (the schema says number; it sums as 0).
+    assert_eq!(
+        call_ok(&registry, "up__add", json!({"a": "x", "b": 1})).await,
+        ["1"]
+    );
+    assert_eq!(seen.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn unknown_names_are_unknown_tools() {
+    let (server, _seen) = test_server("up");
+    let registry = registry_with(server);
+    for name in ["up__nope", "other__add", "up__has.dot"] {
+        match registry.call(name, json!({})).await {
+            Err(CallError::UnknownTool { name: got, known }) => {
+                assert_eq!(got, name);
+                assert!(known.contains(&"up__add".to_owned()), "{known:?}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn list_changed_from_upstream_refreshes_its_tools() {
+    let (server, _seen) = test_server("up");
+    let mut changes = server.watch_changes();
+    let registry = registry_with(server);
+    assert!(matches!(
+        registry.call("up__grown", json!({})).await,
+        Err(CallError::UnknownTool { .. })
+    ));
+    assert_eq!(call_ok(&registry, "up__grow", json!({})).await, ["grew"]);
+    tokio::time::timeout(std::time::Duration::from_secs(10), changes.changed())
+        .await
+        .expect("a change is seen")
+        .expect("the server is alive");
+    assert_eq!(
+        call_ok(&registry, "up__grown", json!({})).await,
+        ["I am new"]
+    );
+    let names = names(&registry.list().await);
+    assert!(names.contains(&"up__grown".to_owned()), "{names:?}");
+}
+
+#[tokio::test]
+async fn a_tools_subset_keeps_only_those_and_names_the_missing() {
+    let (server, _seen) = test_server("up");
+    let registry = registry_with(server.with_tools(["add", "nope"]));
+    let listing = registry.list().await;
+    let names = names(&listing);
+    assert_eq!(names, ["up__add"]);
+    assert_eq!(listing.errors.len(), 1);
+    let error = listing.errors[0].to_string();
+    assert!(
+        error.contains("has no tool `nope`") && error.contains("up__add"),
+        "{error}"
+    );
+    assert!(matches!(
+        registry.call("up__shout", json!({})).await,
+        Err(CallError::UnknownTool { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_is_a_connection_error_naming_it() {
+    let server = McpServer::stdio(
+        "ghost",
+        piton_host::mcp::StdioCommand::new("/no/such/program", ["x"]),
+    )
+    .expect("made");
+    let mut registry = registry_with(server);
+    registry
+        .add(load(plugins::WORD_COUNT).await)
+        .expect("word_count");
+    let listing = registry.list().await;
+    let names = names(&listing);
+    assert_eq!(names, ["word_count"], "the other tools are still listed");
+    let error = listing.errors[0].to_string();
+    assert!(
+        error.contains("MCP server `ghost`") && error.contains("/no/such/program"),
+        "{error}"
+    );
+    match registry.call("ghost__x", json!({})).await {
+        Err(CallError::Connection { server, message }) => {
+            assert_eq!(server, "ghost");
+            assert!(message.contains("install it or fix `command`"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn server_names_and_clashes_are_load_errors() {
+    assert!(check_server_name("a__b").is_err());
+    assert!(
+        McpServer::stdio("bad name", piton_host::mcp::StdioCommand::new("x", [""; 0])).is_err()
+    );
+    let (one, _) = test_server("up");
+    let (two, _) = test_server("up");
+    let mut registry = registry_with(one);
+    let error = registry
+        .add_mcp(two)
+        .expect_err("a second `up`")
+        .to_string();
+    assert!(error.contains("added twice"), "{error}");
+}
+
+/// A registry with word_count (read-only, enforced), files (read-only only for its
+/// read operations) and the test server (`add` declares read-only).
+async fn approval_registry(approver: AllowByReadOnly) -> (Registry, Arc<Seen>) {
+    let (server, seen) = test_server("up");
+    let mut registry = Registry::new();
+    for path in [plugins::WORD_COUNT, plugins::FILES] {
+        let mut tool = load(path).await;
+        tool.set_limits(Limits::default());
+        registry.add(tool).expect("added");
+    }
+    registry.add_mcp(server).expect("added");
+    registry.set_approver(approver);
+    (registry, seen)
+}
+
+#[tokio::test]
+async fn allow_by_read_only_trusts_enforced_hints_and_mcp_only_when_told() {
+    let (registry, seen) = approval_registry(AllowByReadOnly::new(false)).await;
+    assert_eq!(
+        call_ok(&registry, "word_count", json!({"text": "a b"})).await,
+        ["2"]
+    );
+    // files: hints-for makes a listing read-only (allowed; it fails for want of a
+    // mount, which shows it ran) and a delete not (denied before it runs).
+    let listing = registry
+        .call("files", json!({"op": "list", "path": "/data"}))
+        .await
+        .expect("runs");
+    assert!(
+        !matches!(&listing, Err(ToolError::Failed(m)) if m.contains("not approved")),
+        "{listing:?}"
+    );
+    let denied = call_error(
+        &registry,
+        "files",
+        json!({"op": "delete", "path": "/data/x"}),
+    )
+    .await;
+    assert!(denied.to_string().contains("not approved"), "{denied}");
+    // An MCP tool's read-only is only declared: denied without trust_mcp.
+    let denied = call_error(&registry, "up__add", json!({"a": 1, "b": 2})).await;
+    assert!(denied.to_string().contains("not trusted"), "{denied}");
+    assert_eq!(seen.calls.load(Ordering::SeqCst), 0);
+
+    let (trusting, seen) = approval_registry(AllowByReadOnly::new(true)).await;
+    assert_eq!(
+        call_ok(&trusting, "up__add", json!({"a": 1, "b": 2})).await,
+        ["3"]
+    );
+    // Declared not read-only: still denied.
+    let denied = call_error(&trusting, "up__shout", json!({})).await;
+    assert!(denied.to_string().contains("not read-only"), "{denied}");
+    assert_eq!(seen.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn allow_by_read_only_asks_about_the_rest() {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let ask = move |request: &ApprovalRequest<'_>| {
+        log.lock()
+            .expect("lock")
+            .push(request.tool.spec().name.clone());
+        if request.args.contains_key("ok") {
+            Decision::Allow
+        } else {
+            Decision::Deny("the user said no".into())
+        }
+    };
+    let (registry, _seen) = approval_registry(AllowByReadOnly::new(false).or_ask(ask)).await;
+    assert_eq!(
+        call_ok(&registry, "word_count", json!({"text": "a"})).await,
+        ["1"]
+    );
+    assert_eq!(
+        call_ok(&registry, "up__shout", json!({"ok": true})).await,
+        ["HEY\nYOU"]
+    );
+    let denied = call_error(&registry, "up__shout", json!({})).await;
+    assert_eq!(
+        denied,
+        ToolError::Failed("the call was not approved: the user said no".into())
+    );
+    assert_eq!(
+        *asked.lock().expect("lock"),
+        ["up__shout", "up__shout"],
+        "read-only calls are not asked"
+    );
+}
+
+/// `piton serve` itself as a stdio upstream, started through `sh` so that the test
+/// learns its process id (`exec` keeps it).
+fn piton_upstream(plugins: &std::path::Path, pid_file: &std::path::Path) -> McpServer {
+    let script = format!(
+        "echo $$ > '{}'; exec '{}' serve --plugins '{}'",
+        pid_file.display(),
+        env!("CARGO_BIN_EXE_piton"),
+        plugins.display()
+    );
+    let mut command = piton_host::mcp::StdioCommand::new("sh", ["-c".to_owned(), script]);
+    command.env.insert(
+        "PITON_CACHE_DIR".into(),
+        crate::support::cache_dir().display().to_string(),
+    );
+    McpServer::stdio("inner", command)
+        .expect("made")
+        .with_timeout(Some(std::time::Duration::from_secs(120)))
+}
+
+#[tokio::test]
+async fn a_lost_connection_stops_the_run_and_the_next_call_reconnects() {
+    let plugins = crate::support::plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let pid_file = plugins.path().join("pid");
+    let server = piton_upstream(plugins.path(), &pid_file);
+    let registry = registry_with(server.clone());
+    let args = json!({"text": "one two three"});
+    assert_eq!(
+        call_ok(&registry, "inner__word_count", args.clone()).await,
+        ["3"]
+    );
+    // piton's own hints travel as annotations and come back as declared hints.
+    let tool = registry.find("inner__word_count").await.expect("found");
+    assert_eq!(tool.hints(), Hints::read_only(false));
+    assert_eq!(tool.hints_trust(), HintsTrust::Declared);
+
+    let pid = std::fs::read_to_string(&pid_file).expect("pid written");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    // The kill is seen once the pipe closes; give it a moment, then the call fails.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    match registry.call("inner__word_count", args.clone()).await {
+        Err(CallError::Connection { server, message }) => {
+            assert_eq!(server, "inner");
+            assert!(message.contains("connection was lost"), "{message}");
+        }
+        other => panic!("expected a connection error, got {other:?}"),
+    }
+    assert_eq!(call_ok(&registry, "inner__word_count", args).await, ["3"]);
+    assert_eq!(server.connections(), 2, "the next call connected again");
+    server.disconnect().await;
+}
+
+#[tokio::test]
+async fn a_streamable_http_upstream_joins_the_registry() {
+    let plugins = crate::support::plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let piton = crate::peers::HttpServer::start(plugins.path());
+    let server = McpServer::http("web", &piton.url, Default::default()).expect("made");
+    let registry = registry_with(server.clone());
+    assert_eq!(
+        call_ok(&registry, "web__word_count", json!({"text": "a b c"})).await,
+        ["3"]
+    );
+    assert_eq!(
+        call_ok(&registry, "web__word_count", json!({"text": "a"})).await,
+        ["1"]
+    );
+    assert_eq!(server.connections(), 1);
+    let error = call_error(&registry, "web__word_count", json!({"text": 3})).await;
+    assert!(error.to_string().contains("(input error:"), "{error}");
+}
+
+#[tokio::test]
+async fn http_headers_reach_the_server_and_a_refusal_is_a_connection_error() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let seen = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.expect("a request comes");
+        let mut request = vec![0; 64 * 1024];
+        let n = stream.read(&mut request).await.expect("read");
+        let body = "no";
+        let answer = format!(
+            "HTTP/1.1 403 Forbidden\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(answer.as_bytes()).await.expect("write");
+        String::from_utf8_lossy(&request[..n]).into_owned()
+    });
+    let headers = [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into();
+    let server = McpServer::http("remote", &format!("http://{addr}/mcp"), headers)
+        .expect("made")
+        .with_timeout(Some(std::time::Duration::from_secs(30)));
+    let registry = registry_with(server);
+    match registry.call("remote__x", json!({})).await {
+        Err(CallError::Connection { server, message }) => {
+            assert_eq!(server, "remote");
+            assert!(message.contains("could not connect"), "{message}");
+        }
+        other => panic!("expected a connection error, got {other:?}"),
+    }
+    let request = seen.await.expect("the server task ends");
+    assert!(request.starts_with("POST /mcp HTTP/1.1"), "{request}");
+    assert!(
+        request
+            .to_ascii_lowercase()
+            .contains("authorization: bearer s3cret"),
+        "{request}"
+    );
+}
+
+#[test]
+fn bad_http_servers_are_refused_when_made() {
+    for (url, headers, needle) in [
+        ("not a url", vec![], "not a URL"),
+        ("ftp://h/mcp", vec![], "http://"),
+        ("http://h/mcp", vec![("bad name", "v")], "header name"),
+        ("http://h/mcp", vec![("X", "line\nbreak")], "header value"),
+    ] {
+        let headers = headers
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let error = McpServer::http("h", url, headers)
+            .expect_err(url)
+            .to_string();
+        assert!(error.contains(needle), "{url}: {error}");
+    }
+}
