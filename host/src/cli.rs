@@ -220,7 +220,10 @@ async fn serve(plugins: PluginsArg, http: Option<&str>) -> Outcome {
     let ended = match listener {
         None => {
             tracing::info!(tools = served.registry().len(), "serving MCP on stdio");
-            let (stdin, stdout) = rmcp::transport::stdio();
+            // Pipes are read and written on tokio's reactor, not through blocking-pool
+            // threads (a hand-off per message): ~60-85 µs less per call, measured by
+            // benches/mcp.rs. A terminal or file falls back to the blocking handles.
+            let (stdin, stdout) = rmcp::transport::stdio_pipes();
             crate::mcp::serve(served, stdin, stdout).await
         }
         Some(listener) => {

@@ -1,0 +1,240 @@
+//! What one MCP `tools/call` of `word_count` costs end to end: the real `piton serve`
+//! as a child process on stdio, called by a Rust client, one call after another.
+//!
+//! Two clients: rmcp's (`TokioChildProcess` + `ServiceExt::serve`, as a Rust agent would
+//! call piton), and raw JSON-RPC lines written and read with blocking std I/O, to show
+//! how much of the round trip is the client. Each prints median, p90, p99 and mean over
+//! timed loops with the load average before and after, then runs under criterion.
+//!
+//! Run with: `cargo bench -p piton-host --bench mcp`
+
+use std::hint::black_box;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group};
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ServiceError, ServiceExt as _};
+use serde_json::{Value, json};
+
+const TEXT: &str = "the quick brown fox jumps over the lazy dog";
+/// Timed calls per plain loop.
+const CALLS: usize = 3000;
+/// Untimed calls first: the first compiles (or loads from the cache), the rest warm up.
+const WARM_UP: usize = 200;
+
+/// A temp folder holding only the bundled `word_count` component, and an empty temp
+/// folder to run in, so neither `$PITON_PLUGINS` nor `./plugins` nor a `piton.toml`
+/// applies.
+struct Folders {
+    plugins: tempfile::TempDir,
+    cwd: tempfile::TempDir,
+}
+
+impl Folders {
+    fn new() -> Self {
+        let plugins = tempfile::tempdir().expect("temp dir");
+        let bytes = piton_host::plugins::bundled_bytes("word-count").expect("word-count");
+        std::fs::write(plugins.path().join("word_count.wasm"), bytes).expect("write wasm");
+        let cwd = tempfile::tempdir().expect("temp dir");
+        Self { plugins, cwd }
+    }
+
+    /// `piton serve` with the benchmark's environment: compiled components cached in
+    /// the target folder, not in the user's cache.
+    fn serve(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_piton"));
+        cmd.arg("serve")
+            .arg("--plugins")
+            .arg(self.plugins.path())
+            .current_dir(self.cwd.path())
+            .env("PITON_CACHE_DIR", cache_dir())
+            .env_remove("PITON_PLUGINS")
+            .env_remove("PITON_CONFIG")
+            .env_remove("PITON_LOG")
+            .stderr(Stdio::inherit());
+        cmd
+    }
+}
+
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("piton-bench-cache")
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The rmcp client.
+type McpClient = RunningService<RoleClient, ()>;
+
+async fn rmcp_client(folders: &Folders) -> McpClient {
+    let transport = TokioChildProcess::new(folders.serve()).expect("piton serve starts");
+    ().serve(transport).await.expect("MCP handshake")
+}
+
+fn call_params() -> CallToolRequestParams {
+    let mut args = JsonObject::new();
+    args.insert("text".into(), Value::from(TEXT));
+    CallToolRequestParams::new("word_count").with_arguments(args)
+}
+
+async fn rmcp_call(client: &McpClient, params: CallToolRequestParams) -> Result<(), ServiceError> {
+    let result = client.call_tool(params).await?;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    Ok(())
+}
+
+/// The raw client: one JSON-RPC request line written, one answer line read.
+struct RawClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    line: String,
+}
+
+impl RawClient {
+    fn start(folders: &Folders) -> Self {
+        let mut cmd = folders.serve().into_std();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("piton serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut client = Self {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            next_id: 0,
+            line: String::new(),
+        };
+        let init = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "piton-bench", "version": "0"},
+        });
+        client.request("initialize", &init.to_string());
+        client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        client
+    }
+
+    fn send(&mut self, line: &str) {
+        // One write per message: the line and its newline together.
+        let mut message = String::with_capacity(line.len() + 1);
+        message.push_str(line);
+        message.push('\n');
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(message.as_bytes()).expect("write");
+    }
+
+    /// Sends a request and returns its answer line (notifications are skipped).
+    fn request(&mut self, method: &str, params: &str) -> &str {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+        ));
+        loop {
+            self.line.clear();
+            let n = self.stdout.read_line(&mut self.line).expect("read");
+            assert!(n > 0, "piton serve closed its stdout");
+            if self.line.contains(r#""id":"#) {
+                return &self.line;
+            }
+        }
+    }
+
+    fn call(&mut self, params: &str) {
+        let answer = self.request("tools/call", params);
+        assert!(
+            answer.contains(r#""text":"9""#) && !answer.contains(r#""isError":true"#),
+            "{answer}"
+        );
+    }
+}
+
+impl Drop for RawClient {
+    fn drop(&mut self) {
+        // Closing stdin ends `piton serve`; reap it.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn raw_params() -> String {
+    json!({"name": "word_count", "arguments": {"text": TEXT}}).to_string()
+}
+
+/// Times `CALLS` sequential calls after `WARM_UP` untimed ones and prints the summary.
+fn timed_loop(label: &str, mut call: impl FnMut()) {
+    for _ in 0..WARM_UP {
+        call();
+    }
+    let before = load_average();
+    let mut samples: Vec<Duration> = (0..CALLS)
+        .map(|_| {
+            let t = Instant::now();
+            call();
+            t.elapsed()
+        })
+        .collect();
+    let after = load_average();
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let at = |q: f64| ms(samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)]);
+    let mean = ms(samples.iter().sum::<Duration>()) / samples.len() as f64;
+    println!(
+        "mcp tools/call word_count, {label}: {CALLS} sequential calls: median {:.4} ms, \
+         p90 {:.4} ms, p99 {:.4} ms, mean {:.4} ms (max {:.3} ms); \
+         load average before {before}, after {after}; {} CPUs",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        mean,
+        ms(samples[samples.len() - 1]),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let folders = Folders::new();
+    let rt = tokio::runtime::Runtime::new().expect("tokio");
+
+    // rmcp client.
+    let client = rt.block_on(rmcp_client(&folders));
+    let params = call_params();
+    timed_loop("rmcp client", || {
+        rt.block_on(rmcp_call(&client, params.clone()))
+            .expect("call");
+    });
+    let mut group = c.benchmark_group("mcp_tools_call_word_count");
+    group.bench_function("rmcp_client", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(rmcp_call(&client, params.clone()).await) });
+    });
+    rt.block_on(client.cancel()).expect("client stops");
+
+    // Raw JSON-RPC lines.
+    let mut raw = RawClient::start(&folders);
+    let raw_params = raw_params();
+    timed_loop("raw JSON-RPC client", || raw.call(&raw_params));
+    group.bench_function("raw_jsonrpc_client", |b| b.iter(|| raw.call(&raw_params)));
+    group.finish();
+    drop(raw);
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
