@@ -108,7 +108,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(Outcome::Stopped as u8);
         }
     };
-    match runtime.block_on(run(cli.command)) {
+    let outcome = runtime.block_on(async {
+        let outcome = run(cli.command).await;
+        disconnect_upstreams().await;
+        outcome
+    });
+    match outcome {
         Ok(outcome) => ExitCode::from(outcome as u8),
         // A closed pipe (`piton list | head`) is not a failure.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -331,6 +336,7 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
             for name in &loaded.unused_config {
                 eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
             }
+            forget_upstreams_not_in(&config);
             for (name, server) in &config.mcp {
                 let added = upstream(name, server)
                     .map_err(|e| e.to_string())
@@ -348,12 +354,35 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
     }
 }
 
+/// The upstream servers made from piton.toml, by name, with the section each came from.
+static SERVERS: std::sync::Mutex<BTreeMap<String, (McpConfig, McpServer)>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// Forgets the servers whose sections are gone from `config` (a reload): they end
+/// when the last registry holding them does.
+fn forget_upstreams_not_in(config: &Config) {
+    SERVERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .retain(|name, _| config.mcp.contains_key(name));
+}
+
+/// Closes every upstream connection, so stdio servers and their process groups end
+/// before piton does (dropping them at exit would leave that to a task that never runs).
+async fn disconnect_upstreams() {
+    let servers: Vec<McpServer> = SERVERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .values()
+        .map(|(_, server)| server.clone())
+        .collect();
+    futures::future::join_all(servers.iter().map(McpServer::disconnect)).await;
+}
+
 /// The upstream server `[mcp.NAME]` describes. While piton runs, the same section
 /// gives the same server (one connection), so that reloading the plugins folder does
 /// not restart upstream servers; a changed section gives a new one.
 fn upstream(name: &str, config: &McpConfig) -> Result<McpServer, McpServerError> {
-    static SERVERS: std::sync::Mutex<BTreeMap<String, (McpConfig, McpServer)>> =
-        std::sync::Mutex::new(BTreeMap::new());
     let mut servers = SERVERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

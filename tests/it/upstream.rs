@@ -28,6 +28,8 @@ struct Seen {
     calls: AtomicUsize,
     connections: AtomicUsize,
     extra_tools: Mutex<Vec<String>>,
+    /// Every tools/list page names a next one.
+    endless_pages: std::sync::atomic::AtomicBool,
 }
 
 /// A server with `add` (annotated read-only), `shout` (no annotations), `fail`
@@ -78,7 +80,12 @@ impl ServerHandler for TestServer {
         }
         // A name piton cannot register: left out, the rest still listed.
         tools.push(RemoteTool::new("has.dot", "bad name", schema(&[])));
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        if self.0.endless_pages.load(Ordering::SeqCst) {
+            let page = self.0.calls.fetch_add(1, Ordering::SeqCst);
+            result.next_cursor = Some(format!("page-{page}"));
+        }
+        Ok(result)
     }
 
     async fn call_tool(
@@ -578,4 +585,30 @@ fn bad_http_servers_are_refused_when_made() {
             .to_string();
         assert!(error.contains(needle), "{url}: {error}");
     }
+}
+
+#[tokio::test]
+async fn a_server_that_pages_forever_is_cut_off() {
+    let (server, seen) = test_server("up");
+    seen.endless_pages.store(true, Ordering::SeqCst);
+    let registry = registry_with(server);
+    let listing = registry.list().await;
+    assert!(listing.tools.is_empty());
+    let error = listing.errors[0].to_string();
+    assert!(error.contains("more than 100 pages of tools"), "{error}");
+}
+
+#[tokio::test]
+async fn stderr_is_quoted_with_given_secrets_masked_and_bad_bytes_kept_readable() {
+    let script = "printf 'bad \\377 byte\\n' >&2; echo \"key $TOKEN rejected\" >&2; exit 1";
+    let mut command = piton_host::mcp::StdioCommand::new("sh", ["-c", script]);
+    command.env.insert("TOKEN".into(), "s3cret-value".into());
+    let server = McpServer::stdio("noisy", command).expect("made");
+    let registry = registry_with(server);
+    let error = registry.list().await.errors[0].to_string();
+    assert!(error.contains("could not connect"), "{error}");
+    assert!(error.contains("key *** rejected"), "{error}");
+    assert!(error.contains("bad \u{fffd} byte"), "{error}");
+    assert!(!error.contains("s3cret"), "{error}");
+    assert!(!format!("{registry:?}").contains("s3cret"));
 }

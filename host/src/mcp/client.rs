@@ -41,8 +41,20 @@ pub const SAFE_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "US
 /// How many lines of a stdio server's stderr are kept for error messages.
 const STDERR_TAIL: usize = 5;
 
+/// How much of one stderr line is kept (the rest is cut), so a server that never
+/// writes a newline cannot grow piton's memory.
+const STDERR_LINE: usize = 4096;
+
+/// How long connecting and listing may take when no `timeout` is set: without a
+/// limit, one wedged server would hang every listing of the registry.
+const CONNECT_DEFAULT: Duration = Duration::from_secs(60);
+
+/// How many pages of tools/list are read at most; a server that always gives a next
+/// cursor is cut off here.
+const MAX_PAGES: usize = 100;
+
 /// A stdio server's command line.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct StdioCommand {
     /// The program, found on `PATH` unless it is a path.
     pub program: String,
@@ -52,6 +64,18 @@ pub struct StdioCommand {
     pub cwd: Option<PathBuf>,
     /// Variables added to [`SAFE_ENV`].
     pub env: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for StdioCommand {
+    /// The variables' names only: their values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl StdioCommand {
@@ -147,7 +171,7 @@ struct Live {
     /// `None` until listed, and again after the server says its tools changed.
     tools: Option<Arc<Vec<Arc<Entry>>>>,
     stale: Arc<AtomicBool>,
-    stderr: Option<Arc<Mutex<VecDeque<String>>>>,
+    stderr: Option<Arc<Tail>>,
 }
 
 impl Live {
@@ -160,11 +184,32 @@ impl Live {
     }
 }
 
-fn stderr_tail(stderr: Option<&Arc<Mutex<VecDeque<String>>>>) -> String {
-    let Some(lines) = stderr else {
+/// The last lines a stdio server wrote to stderr, and whether it has closed it.
+#[derive(Default)]
+struct Tail {
+    lines: Mutex<VecDeque<String>>,
+    closed: AtomicBool,
+}
+
+impl Tail {
+    /// Waits a little for the reader to reach the end of a dying server's stderr, so
+    /// that its last words make it into the error.
+    async fn settle(&self) {
+        for _ in 0..20 {
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+fn stderr_tail(stderr: Option<&Arc<Tail>>) -> String {
+    let Some(tail) = stderr else {
         return String::new();
     };
-    let lines = lines
+    let lines = tail
+        .lines
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if lines.is_empty() {
@@ -291,8 +336,10 @@ impl McpServer {
         Self::new(name, How::InProcess(serve))
     }
 
-    /// Waits at most `timeout` to connect and for each call; `None` waits without a
-    /// limit (the default, as the seed's).
+    /// Waits at most `timeout` to connect, to list the tools and for each call.
+    /// `None` (the default, as the seed's) waits for calls without a limit, and at
+    /// most 60 s to connect and list, so that one wedged server cannot hang every
+    /// listing of the registry.
     #[must_use]
     pub fn with_timeout(self, timeout: Option<Duration>) -> Self {
         self.rebuild(|inner| inner.timeout = timeout)
@@ -363,14 +410,12 @@ impl McpServer {
         what: &str,
         work: impl Future<Output = Result<T, CallError>>,
     ) -> Result<T, CallError> {
-        match self.inner.timeout {
-            None => work.await,
-            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-                Err(self.connection_error(format!(
-                    "no answer to {what} within {limit:?}; raise `timeout` or check the server"
-                )))
-            }),
-        }
+        let limit = self.inner.timeout.unwrap_or(CONNECT_DEFAULT);
+        tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+            Err(self.connection_error(format!(
+                "no answer to {what} within {limit:?}; raise `timeout` or check the server"
+            )))
+        })
     }
 
     /// The server's tools as registry entries, connecting first if needed. With
@@ -397,11 +442,21 @@ impl McpServer {
         }
         let listed = self
             .within("tools/list", async {
-                live.service.peer().list_all_tools().await.map_err(|e| {
+                list_pages(live.service.peer()).await.map_err(|e| {
                     self.connection_error(format!("tools/list failed: {e}{}", live.stderr_tail()))
                 })
             })
-            .await?;
+            .await;
+        let listed = match listed {
+            Ok(listed) => listed,
+            Err(error) => {
+                // A dead connection is dropped so the next use connects again.
+                if live.is_closed() {
+                    *state = None;
+                }
+                return Err(error);
+            }
+        };
         let tools = Arc::new(self.entries_of(listed));
         live.tools = Some(tools.clone());
         Ok(tools)
@@ -462,16 +517,21 @@ impl McpServer {
             stale: stale.clone(),
             changed: self.inner.changed.clone(),
         };
-        let failed = |e: &dyn std::fmt::Display, stderr: Option<&Arc<Mutex<VecDeque<String>>>>| {
+        let failed = |e: &dyn std::fmt::Display, stderr: Option<&Arc<Tail>>| {
             self.connection_error(format!("could not connect: {e}{}", stderr_tail(stderr)))
         };
         let (service, stderr) = match &self.inner.how {
             How::Stdio(command) => {
                 let (process, stderr) = self.spawn(command)?;
-                let service = handler
-                    .serve(process)
-                    .await
-                    .map_err(|e| failed(&e, stderr.as_ref()))?;
+                let service = match handler.serve(process).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        if let Some(tail) = &stderr {
+                            tail.settle().await;
+                        }
+                        return Err(failed(&e, stderr.as_ref()));
+                    }
+                };
                 (service, stderr)
             }
             How::Http { url, headers } => {
@@ -509,7 +569,7 @@ impl McpServer {
     fn spawn(
         &self,
         command: &StdioCommand,
-    ) -> Result<(TokioChildProcess, Option<Arc<Mutex<VecDeque<String>>>>), CallError> {
+    ) -> Result<(TokioChildProcess, Option<Arc<Tail>>), CallError> {
         let mut cmd = tokio::process::Command::new(&command.program);
         cmd.args(&command.args).env_clear();
         for name in SAFE_ENV {
@@ -537,21 +597,52 @@ impl McpServer {
                 self.connection_error(format!("cannot start {:?}: {e}{hint}", command.program))
             })?;
         let tail = stderr.map(|stderr| {
-            let tail = Arc::new(Mutex::new(VecDeque::new()));
+            let tail = Arc::new(Tail::default());
             let keep = tail.clone();
             let server = self.inner.name.clone();
+            // Values given to the server in `env` (tokens, keys) are masked before a
+            // line is logged or quoted in an error an MCP client may see.
+            let secrets: Vec<String> = command
+                .env
+                .values()
+                .filter(|v| v.len() >= 4)
+                .cloned()
+                .collect();
             tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
+                use tokio::io::AsyncReadExt as _;
+                let mut reader = tokio::io::BufReader::new(stderr);
+                let mut bytes = Vec::new();
+                loop {
+                    bytes.clear();
+                    // At most STDERR_LINE bytes at a time: a longer line comes in pieces.
+                    match (&mut reader)
+                        .take(STDERR_LINE as u64)
+                        .read_until(b'\n', &mut bytes)
+                        .await
+                    {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(_) => {
+                            // Keep draining, so the server never writes to a closed pipe.
+                            let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
+                            break;
+                        }
+                    }
+                    let mut line = String::from_utf8_lossy(&bytes).trim_end().to_owned();
+                    for secret in &secrets {
+                        line = line.replace(secret.as_str(), "***");
+                    }
                     tracing::info!(server, "stderr: {line}");
-                    let mut keep = keep
+                    let mut lines = keep
+                        .lines
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if keep.len() == STDERR_TAIL {
-                        keep.pop_front();
+                    if lines.len() == STDERR_TAIL {
+                        lines.pop_front();
                     }
-                    keep.push_back(line);
+                    lines.push_back(line);
                 }
+                keep.closed.store(true, Ordering::Release);
             });
             tail
         });
@@ -596,14 +687,17 @@ impl McpServer {
                     Ok(Err(ToolError::Failed(message)))
                 }
             }
-            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+            Ok(Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
                 let mut state = self.inner.state.lock().await;
+                if let Some(tail) = state.as_ref().and_then(|live| live.stderr.as_ref()) {
+                    tail.settle().await;
+                }
                 let tail = state.as_ref().map(Live::stderr_tail).unwrap_or_default();
                 if state.as_ref().is_some_and(|live| live.id == id) {
                     *state = None;
                 }
                 Err(self.connection_error(format!(
-                    "the connection was lost during the call{tail}; the next call connects again"
+                    "the connection was lost during the call ({error}){tail}; the next call connects again"
                 )))
             }
             Ok(Err(other)) => Ok(Err(ToolError::Failed(format!(
@@ -617,6 +711,30 @@ impl McpServer {
             )))),
         }
     }
+}
+
+/// Every page of tools/list, at most [`MAX_PAGES`], stopping on a cursor seen before.
+async fn list_pages(
+    peer: &rmcp::service::Peer<RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..MAX_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
+        tools.extend(page.tools);
+        match page.next_cursor {
+            None => return Ok(tools),
+            Some(next) if !seen.insert(next.clone()) => {
+                return Err(format!("the server gave the cursor {next:?} twice"));
+            }
+            Some(next) => cursor = Some(next),
+        }
+    }
+    Err(format!("more than {MAX_PAGES} pages of tools"))
 }
 
 /// A Streamable HTTP transport through reqwest with piton's rustls (ring) and the

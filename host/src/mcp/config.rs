@@ -5,7 +5,7 @@
 //! command = "npx -y @modelcontextprotocol/server-everything"   # or command = "npx" with args = [...]
 //! cwd = "."                     # relative to piton.toml
 //! env = { DEBUG = "0" }         # added to HOME, LOGNAME, PATH, SHELL, TERM, USER; ${VAR} allowed
-//! timeout = "30s"               # connecting and each call; default: no limit
+//! timeout = "30s"               # connecting, listing and each call; default: 60 s to connect and list, calls unlimited
 //! tools = ["echo", "get-sum"]   # only these (default: all)
 //! [mcp.remote]
 //! url = "http://127.0.0.1:3001/mcp"
@@ -26,14 +26,14 @@ use crate::parse::{parse_duration, parse_env_template, split_command};
 pub struct McpConfig {
     /// How to reach it.
     pub connect: McpConnect,
-    /// The connect and per-call timeout; `None` waits without a limit.
+    /// The connect, list and per-call timeout; see [`McpServer::with_timeout`].
     pub timeout: Option<Duration>,
     /// Only these tools (names on the server), or all.
     pub tools: Option<Vec<String>>,
 }
 
 /// How an upstream server is reached.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum McpConnect {
     /// A child process spoken to over stdio.
     Stdio(StdioCommand),
@@ -44,6 +44,20 @@ pub enum McpConnect {
         /// Headers sent with each request (values may hold secrets).
         headers: BTreeMap<String, String>,
     },
+}
+
+impl std::fmt::Debug for McpConnect {
+    /// Header names only: their values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stdio(command) => f.debug_tuple("Stdio").field(command).finish(),
+            Self::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
 }
 
 impl McpConfig {
