@@ -575,6 +575,11 @@ fn bad_http_servers_are_refused_when_made() {
         ("ftp://h/mcp", vec![], "http://"),
         ("http://h/mcp", vec![("bad name", "v")], "header name"),
         ("http://h/mcp", vec![("X", "line\nbreak")], "header value"),
+        (
+            "http://h/mcp",
+            vec![("Mcp-Session-Id", "1")],
+            "set by the MCP transport",
+        ),
     ] {
         let headers = headers
             .into_iter()

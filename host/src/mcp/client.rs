@@ -294,6 +294,20 @@ impl McpServer {
             )));
         }
         for (key, value) in &headers {
+            // The MCP transport sets these itself; rmcp refuses them at every connect.
+            if [
+                "accept",
+                "mcp-session-id",
+                "mcp-protocol-version",
+                "last-event-id",
+            ]
+            .iter()
+            .any(|reserved| key.eq_ignore_ascii_case(reserved))
+            {
+                return Err(fail(format!(
+                    "header {key} is set by the MCP transport itself; remove it from `headers`"
+                )));
+            }
             reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|_| {
                 fail(format!(
                     "header name {key:?} is not a valid HTTP header name"

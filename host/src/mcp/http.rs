@@ -166,6 +166,14 @@ pub struct HostCheck {
     bound: SocketAddr,
 }
 
+/// Whether an Origin's authority and a Host header name the same host and port.
+fn same_place(origin: &http::uri::Authority, host: &str) -> bool {
+    host.parse::<http::uri::Authority>().is_ok_and(|host| {
+        host.host().eq_ignore_ascii_case(origin.host())
+            && host.port_u16().unwrap_or(80) == origin.port_u16().unwrap_or(80)
+    })
+}
+
 impl HostCheck {
     /// The check for a server listening on `bound`.
     pub fn new(bound: SocketAddr) -> Self {
@@ -194,9 +202,12 @@ impl HostCheck {
             let uri: http::Uri = origin
                 .parse()
                 .map_err(|_| "the Origin header is not a URL")?;
+            // Bound to every interface, any IP literal names this server, so the
+            // Origin must also be the very address the request was sent to.
             let from_here = uri.path_and_query().is_none_or(|p| p.as_str() == "/")
                 && uri.authority().is_some_and(|authority| {
                     self.allows(uri.scheme_str().unwrap_or(""), authority.as_str())
+                        && (!self.bound.ip().is_unspecified() || same_place(authority, host))
                 });
             if !from_here {
                 return Err("the Origin header is not this server");
@@ -329,6 +340,11 @@ mod tests {
         for host in ["evil.example:8080", "192.0.2.7:8081"] {
             assert!(check(bound, Some(host), None).is_err(), "{host}");
         }
+        // The Origin must be the address the request went to, not any IP literal.
+        let host = Some("127.0.0.1:8080");
+        assert_eq!(check(bound, host, Some("http://127.0.0.1:8080")), Ok(()));
+        assert!(check(bound, host, Some("http://203.0.113.5:8080")).is_err());
+        assert!(check(bound, host, Some("http://localhost:8080")).is_err());
     }
 
     #[test]
