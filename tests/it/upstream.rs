@@ -617,3 +617,22 @@ async fn stderr_is_quoted_with_given_secrets_masked_and_bad_bytes_kept_readable(
     assert!(!error.contains("s3cret"), "{error}");
     assert!(!format!("{registry:?}").contains("s3cret"));
 }
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_given_up_on_and_the_others_are_listed() {
+    let command = piton_host::mcp::StdioCommand::new("sh", ["-c", "exec sleep 600"]);
+    let silent = McpServer::stdio("silent", command)
+        .expect("made")
+        .with_timeout(Some(std::time::Duration::from_millis(500)));
+    let (other, _seen) = test_server("up");
+    let mut registry = registry_with(silent);
+    registry.add_mcp(other).expect("added");
+    let listing = registry.list().await;
+    assert!(names(&listing).contains(&"up__add".to_owned()));
+    let error = listing.errors[0].to_string();
+    assert!(
+        error.contains("MCP server `silent`")
+            && error.contains("no answer to connecting within 500ms"),
+        "{error}"
+    );
+}
