@@ -6,52 +6,35 @@
 //! its annotations declare (worst case for the ones left out). A lost connection
 //! stops the run with [`CallError::Connection`]; the next call connects again.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use base64::Engine as _;
 use futures::future::BoxFuture;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
-    Implementation, ProtocolVersion, ResourceContents, ToolAnnotations,
-};
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServerHandler, ServiceExt as _};
-use serde_json::Value;
-use tokio::io::AsyncBufReadExt as _;
+use rmcp::{ServerHandler, ServiceExt as _};
 use tokio::sync::watch;
 
+use super::stderr::Tail;
+use super::tool::{McpTool, content_of};
+use super::upstream::{Upstream, http_transport, list_pages};
 use crate::registry::Entry;
-use crate::schema::InputSchema;
-use crate::{
-    Args, CallError, Content, Hints, HintsTrust, Tool, ToolError, ToolResult, ToolSource, ToolSpec,
-};
+use crate::{Args, CallError, ToolError, ToolResult};
 
 /// The variables a stdio server gets from piton's own environment; the rest of its
 /// environment is what its configuration adds. Secrets in piton's environment do not
 /// leak to servers that were not given them.
 pub const SAFE_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
-/// How many lines of a stdio server's stderr are kept for error messages.
-const STDERR_TAIL: usize = 5;
-
-/// How much of one stderr line is kept (the rest is cut), so a server that never
-/// writes a newline cannot grow piton's memory.
-const STDERR_LINE: usize = 4096;
-
 /// How long connecting and listing may take when no `timeout` is set: without a
 /// limit, one wedged server would hang every listing of the registry.
 const CONNECT_DEFAULT: Duration = Duration::from_secs(60);
-
-/// How many pages of tools/list are read at most; a server that always gives a next
-/// cursor is cut off here.
-const MAX_PAGES: usize = 100;
 
 /// A stdio server's command line.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -152,7 +135,7 @@ impl std::fmt::Debug for McpServer {
     }
 }
 
-struct Inner {
+pub(super) struct Inner {
     name: String,
     how: How,
     timeout: Option<Duration>,
@@ -184,42 +167,8 @@ impl Live {
     }
 }
 
-/// The last lines a stdio server wrote to stderr, and whether it has closed it.
-#[derive(Default)]
-struct Tail {
-    lines: Mutex<VecDeque<String>>,
-    closed: AtomicBool,
-}
-
-impl Tail {
-    /// Waits a little for the reader to reach the end of a dying server's stderr, so
-    /// that its last words make it into the error.
-    async fn settle(&self) {
-        for _ in 0..20 {
-            if self.closed.load(Ordering::Acquire) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-}
-
 fn stderr_tail(stderr: Option<&Arc<Tail>>) -> String {
-    let Some(tail) = stderr else {
-        return String::new();
-    };
-    let lines = tail
-        .lines
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if lines.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; its last stderr: {}",
-            lines.iter().cloned().collect::<Vec<_>>().join(" | ")
-        )
-    }
+    stderr.map(|tail| tail.quote()).unwrap_or_default()
 }
 
 /// Checks a server name: letters, digits, `-` and single `_`, so that the `__` in
@@ -381,6 +330,17 @@ impl McpServer {
         Self {
             inner: Arc::new(inner),
         }
+    }
+
+    /// A handle that does not keep the server alive (its tools hold one, so that the
+    /// server's cached tools do not keep their own server).
+    pub(super) fn downgrade(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The server behind `weak`, if it is still there.
+    pub(super) fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
+        weak.upgrade().map(|inner| Self { inner })
     }
 
     /// The name that prefixes its tools.
@@ -610,63 +570,22 @@ impl McpServer {
                 };
                 self.connection_error(format!("cannot start {:?}: {e}{hint}", command.program))
             })?;
-        let tail = stderr.map(|stderr| {
-            let tail = Arc::new(Tail::default());
-            let keep = tail.clone();
-            let server = self.inner.name.clone();
-            // Values given to the server in `env` (tokens, keys) are masked before a
-            // line is logged or quoted in an error an MCP client may see.
-            let secrets: Vec<String> = command
-                .env
-                .values()
-                .filter(|v| v.len() >= 4)
-                .cloned()
-                .collect();
-            tokio::spawn(async move {
-                use tokio::io::AsyncReadExt as _;
-                let mut reader = tokio::io::BufReader::new(stderr);
-                let mut bytes = Vec::new();
-                loop {
-                    bytes.clear();
-                    // At most STDERR_LINE bytes at a time: a longer line comes in pieces.
-                    match (&mut reader)
-                        .take(STDERR_LINE as u64)
-                        .read_until(b'\n', &mut bytes)
-                        .await
-                    {
-                        Ok(0) => break,
-                        Ok(_) => {}
-                        Err(_) => {
-                            // Keep draining, so the server never writes to a closed pipe.
-                            let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
-                            break;
-                        }
-                    }
-                    let mut line = String::from_utf8_lossy(&bytes).trim_end().to_owned();
-                    for secret in &secrets {
-                        line = line.replace(secret.as_str(), "***");
-                    }
-                    tracing::info!(server, "stderr: {line}");
-                    let mut lines = keep
-                        .lines
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if lines.len() == STDERR_TAIL {
-                        lines.pop_front();
-                    }
-                    lines.push_back(line);
-                }
-                keep.closed.store(true, Ordering::Release);
-            });
-            tail
-        });
+        // Values given to the server in `env` (tokens, keys) are masked before a line
+        // is logged or quoted in an error an MCP client may see.
+        let secrets = command
+            .env
+            .values()
+            .filter(|v| v.len() >= 4)
+            .cloned()
+            .collect();
+        let tail = stderr.map(|stderr| Tail::follow(stderr, self.inner.name.clone(), secrets));
         Ok((process, tail))
     }
 
     /// Calls `remote` (its name on the server). A connection found closed, or lost
     /// during the call, is a [`CallError::Connection`] and is dropped, so the next
     /// call connects again.
-    async fn call(&self, remote: &str, args: &Args) -> Result<ToolResult, CallError> {
+    pub(super) async fn call(&self, remote: &str, args: &Args) -> Result<ToolResult, CallError> {
         let (peer, id) = {
             let mut state = self.inner.state.lock().await;
             if state.is_none() {
@@ -727,295 +646,9 @@ impl McpServer {
     }
 }
 
-/// Every page of tools/list, at most [`MAX_PAGES`], stopping on a cursor seen before.
-async fn list_pages(
-    peer: &rmcp::service::Peer<RoleClient>,
-) -> Result<Vec<rmcp::model::Tool>, String> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut seen = std::collections::HashSet::new();
-    for _ in 0..MAX_PAGES {
-        let params = cursor
-            .take()
-            .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c)));
-        let page = peer.list_tools(params).await.map_err(|e| e.to_string())?;
-        tools.extend(page.tools);
-        match page.next_cursor {
-            None => return Ok(tools),
-            Some(next) if !seen.insert(next.clone()) => {
-                return Err(format!("the server gave the cursor {next:?} twice"));
-            }
-            Some(next) => cursor = Some(next),
-        }
-    }
-    Err(format!("more than {MAX_PAGES} pages of tools"))
-}
-
-/// A Streamable HTTP transport through reqwest with piton's rustls (ring) and the
-/// webpki roots; redirects are not followed (the MCP client would replay headers).
-fn http_transport(
-    url: &str,
-    headers: &BTreeMap<String, String>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| format!("TLS setup failed: {e}"))?
-    .with_root_certificates(rustls::RootCertStore::from_iter(
-        webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
-    ))
-    .with_no_client_auth();
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(0)
-        .build()
-        .map_err(|e| format!("HTTP client setup failed: {e}"))?;
-    let mut custom = std::collections::HashMap::new();
-    for (key, value) in headers {
-        let name = http::HeaderName::from_bytes(key.as_bytes())
-            .map_err(|_| format!("header name {key:?} is not valid"))?;
-        let value = http::HeaderValue::from_str(value)
-            .map_err(|_| format!("the value of header {key} is not valid"))?;
-        custom.insert(name, value);
-    }
-    let config =
-        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-            url.to_owned(),
-        )
-        .custom_headers(custom);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
-}
-
-/// The client side of one upstream connection.
-struct Upstream {
-    server: String,
-    stale: Arc<AtomicBool>,
-    changed: Arc<watch::Sender<u64>>,
-}
-
-impl ClientHandler for Upstream {
-    fn get_info(&self) -> ClientConfig {
-        // 2025-11-25 keeps list_changed an unprompted notification (2026-07-28 needs
-        // a subscription), which is what the servers in use today send.
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("piton", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::info!(
-            server = self.server,
-            "its tools changed; listing them again"
-        );
-        self.stale.store(true, Ordering::Release);
-        self.changed.send_modify(|n| *n += 1);
-    }
-}
-
-/// A tool of an upstream MCP server: the seed's `MCPTool`.
-pub struct McpTool {
-    server: Weak<Inner>,
-    server_name: String,
-    remote_name: String,
-    spec: ToolSpec,
-    hints: Hints,
-}
-
-impl std::fmt::Debug for McpTool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpTool")
-            .field("name", &self.spec.name)
-            .field("hints", &self.hints)
-            .finish_non_exhaustive()
-    }
-}
-
-impl McpTool {
-    fn entry(server: &McpServer, remote: &rmcp::model::Tool) -> Result<Entry, String> {
-        let name = format!("{}__{}", server.inner.name, remote.name);
-        crate::check_tool_name(&name)?;
-        let input_schema = Value::Object((*remote.input_schema).clone());
-        let schema = InputSchema::required_only(&input_schema)?;
-        let tool = Self {
-            server: Arc::downgrade(&server.inner),
-            server_name: server.inner.name.clone(),
-            remote_name: remote.name.to_string(),
-            spec: ToolSpec {
-                name,
-                description: remote
-                    .description
-                    .as_deref()
-                    .or(remote.title.as_deref())
-                    .unwrap_or_default()
-                    .to_owned(),
-                input_schema,
-                parallel: true,
-            },
-            hints: hints_of(remote.annotations.as_ref()),
-        };
-        Ok(Entry {
-            tool: Arc::new(tool),
-            schema,
-        })
-    }
-
-    /// The tool's name on its server (the registry's name has the `{server}__` prefix).
-    pub fn remote_name(&self) -> &str {
-        &self.remote_name
-    }
-
-    /// The name of the server it belongs to.
-    pub fn server_name(&self) -> &str {
-        &self.server_name
-    }
-}
-
-#[async_trait::async_trait]
-impl Tool for McpTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn hints(&self) -> Hints {
-        self.hints
-    }
-
-    fn hints_trust(&self) -> HintsTrust {
-        HintsTrust::Declared
-    }
-
-    fn source(&self) -> ToolSource {
-        ToolSource::Mcp(self.server_name.clone())
-    }
-
-    fn checks_whole_schema(&self) -> bool {
-        false
-    }
-
-    async fn call(&self, args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
-        let Some(inner) = self.server.upgrade() else {
-            return Err(CallError::Connection {
-                server: self.server_name.clone(),
-                message: "the server was removed from the registry".into(),
-            });
-        };
-        McpServer { inner }.call(&self.remote_name, args).await
-    }
-}
-
-/// Hints from MCP annotations, with the seed's worst case for each one left out and
-/// read-only implying not destructive and idempotent.
-pub(crate) fn hints_of(annotations: Option<&ToolAnnotations>) -> Hints {
-    let given = annotations.cloned().unwrap_or_default();
-    let open_world = given.open_world_hint.unwrap_or(true);
-    if given.read_only_hint == Some(true) {
-        Hints::read_only(open_world)
-    } else {
-        Hints {
-            read_only: false,
-            destructive: given.destructive_hint.unwrap_or(true),
-            idempotent: given.idempotent_hint.unwrap_or(false),
-            open_world,
-        }
-    }
-}
-
-/// A `tools/call` result as the seed maps it: text blocks joined by newlines,
-/// images kept, other blocks as short placeholders, `structuredContent` as JSON when
-/// there are no blocks, nothing (→ "(done)") when there is nothing; `isError` makes
-/// it an error result with the blocks' text.
-pub(crate) fn content_of(result: CallToolResult) -> ToolResult {
-    let mut content = Vec::new();
-    let mut text: Option<String> = None;
-    let push_text = |text: &mut Option<String>, line: String| match text {
-        Some(t) => {
-            t.push('\n');
-            t.push_str(&line);
-        }
-        None => *text = Some(line),
-    };
-    for block in result.content {
-        match block {
-            ContentBlock::Text(t) => push_text(&mut text, t.text),
-            ContentBlock::Image(image) => {
-                match base64::engine::general_purpose::STANDARD.decode(image.data.as_bytes()) {
-                    Ok(data) => {
-                        if let Some(t) = text.take() {
-                            content.push(Content::text(t));
-                        }
-                        content.push(Content::Image {
-                            mime_type: image.mime_type,
-                            data,
-                        });
-                    }
-                    Err(_) => push_text(
-                        &mut text,
-                        format!("[image {}, not valid base64]", image.mime_type),
-                    ),
-                }
-            }
-            ContentBlock::Audio(audio) => push_text(
-                &mut text,
-                format!(
-                    "[audio {}, {} bytes]",
-                    audio.mime_type,
-                    audio.data.len() * 3 / 4
-                ),
-            ),
-            ContentBlock::Resource(resource) => {
-                let uri = match &resource.resource {
-                    ResourceContents::TextResourceContents { uri, .. }
-                    | ResourceContents::BlobResourceContents { uri, .. } => uri.as_str(),
-                    _ => "(unknown kind)",
-                };
-                push_text(&mut text, format!("[resource {uri}]"));
-            }
-            ContentBlock::ResourceLink(link) => {
-                push_text(&mut text, format!("[resource link {}]", link.uri));
-            }
-            other => {
-                let kind = serde_json::to_value(&other)
-                    .ok()
-                    .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
-                    .unwrap_or_else(|| "unknown".to_owned());
-                push_text(&mut text, format!("[{kind} block]"));
-            }
-        }
-    }
-    if result.is_error == Some(true) {
-        let mut message: Vec<String> = content.iter().map(Content::to_model_text).collect();
-        message.extend(text);
-        let message = message.join("\n");
-        return Err(ToolError::Failed(if message.is_empty() {
-            "the tool failed and said nothing more".to_owned()
-        } else {
-            message
-        }));
-    }
-    if let Some(t) = text {
-        content.push(Content::text(t));
-    }
-    if content.is_empty()
-        && let Some(json) = result.structured_content
-    {
-        content.push(Content::Json { json });
-    }
-    Ok(content)
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-
-    fn result(value: Value) -> CallToolResult {
-        serde_json::from_value(value).unwrap()
-    }
 
     #[test]
     fn server_names() {
@@ -1025,77 +658,5 @@ mod tests {
         for bad in ["", "a__b", "a_", "dot.name", "sp ace", "ü"] {
             assert!(check_server_name(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn hints_default_to_the_worst_case() {
-        assert_eq!(hints_of(None), Hints::default());
-        let read_only =
-            ToolAnnotations::from_raw(None, Some(true), Some(true), Some(false), Some(false));
-        assert_eq!(hints_of(Some(&read_only)), Hints::read_only(false));
-        let only_idempotent = ToolAnnotations::from_raw(None, None, None, Some(true), None);
-        assert_eq!(
-            hints_of(Some(&only_idempotent)),
-            Hints {
-                idempotent: true,
-                ..Hints::default()
-            }
-        );
-    }
-
-    #[test]
-    fn text_blocks_join_and_images_stay() {
-        let png = base64::engine::general_purpose::STANDARD.encode([1, 2, 3]);
-        let got = content_of(result(json!({"content": [
-            {"type": "text", "text": "a"},
-            {"type": "text", "text": "b"},
-            {"type": "image", "data": png, "mimeType": "image/png"},
-            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
-            {"type": "resource_link", "uri": "file:///x", "name": "x"},
-        ]})));
-        assert_eq!(
-            got,
-            Ok(vec![
-                Content::text("a\nb"),
-                Content::Image {
-                    mime_type: "image/png".into(),
-                    data: vec![1, 2, 3]
-                },
-                Content::text("[audio audio/wav, 3 bytes]\n[resource link file:///x]"),
-            ])
-        );
-    }
-
-    #[test]
-    fn structured_content_only_when_there_are_no_blocks() {
-        let got = content_of(result(
-            json!({"content": [], "structuredContent": {"n": 1}}),
-        ));
-        assert_eq!(
-            got,
-            Ok(vec![Content::Json {
-                json: json!({"n": 1})
-            }])
-        );
-        let got = content_of(result(json!({
-            "content": [{"type": "text", "text": "1"}], "structuredContent": {"n": 1}
-        })));
-        assert_eq!(got, Ok(vec![Content::text("1")]));
-        assert_eq!(content_of(result(json!({"content": []}))), Ok(vec![]));
-    }
-
-    #[test]
-    fn is_error_is_an_error_result() {
-        let got = content_of(result(json!({
-            "content": [{"type": "text", "text": "no such file"}], "isError": true
-        })));
-        assert_eq!(got, Err(ToolError::Failed("no such file".into())));
-        let got = content_of(result(json!({"content": [], "isError": true})));
-        assert_eq!(
-            got,
-            Err(ToolError::Failed(
-                "the tool failed and said nothing more".into()
-            ))
-        );
     }
 }

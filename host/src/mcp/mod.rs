@@ -5,9 +5,13 @@ mod client;
 pub(crate) mod config;
 mod http;
 mod server;
+mod stderr;
+mod tool;
+mod upstream;
 mod watch;
 
-pub use client::{McpServer, McpServerError, McpTool, SAFE_ENV, StdioCommand, check_server_name};
+pub use client::{McpServer, McpServerError, SAFE_ENV, StdioCommand, check_server_name};
 pub use http::{HostCheck, MCP_PATH, serve_http};
 pub use server::{PitonServer, ServeError, serve};
+pub use tool::McpTool;
 pub use watch::{FolderWatch, Served, Watched};
