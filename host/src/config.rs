@@ -406,7 +406,7 @@ mod tests {
             r#"
             [tools.fetch_url]
             mounts = [{ host = ".", guest = "/tmp", mode = "write" }]
-            network = ["api.example.com:443", { host = "127.0.0.1:8080", headers = { Authorization = "Bearer ${TOKEN}" } }]
+            network = ["api.example.com:443", { host = "127.0.0.1:8080", headers = { Authorization = "Bearer ${TOKEN}" } }, { host = "db.example.com:5432", tcp = true }]
             env = { LANG = "C" }
             memory = "32MiB"
             timeout = "5s"
@@ -430,6 +430,9 @@ mod tests {
             tool.grants.network[1].headers[0].1.expose(),
             "Bearer s3cret"
         );
+        assert!(!tool.grants.network[1].tcp);
+        assert!(tool.grants.network[2].tcp);
+        assert_eq!(tool.grants.network[2].to_string(), "db.example.com:5432 +tcp");
         assert_eq!(tool.grants.env, [("LANG".to_owned(), "C".to_owned())]);
         assert_eq!(tool.limits.memory, 32 << 20);
         assert_eq!(tool.limits.timeout, std::time::Duration::from_secs(5));
@@ -480,6 +483,31 @@ mod tests {
                 "[tools.a]\nnetwork = [{ host = \"a.com:1\", headers = { X = \"${NOPE}\" } }]",
                 "tools.a.network[0].headers.X",
                 "NOPE is not set",
+            ),
+            (
+                "[tools.a]\nnetwork = [{ host = \"a.com:1\", tpc = true }]",
+                "tools.a.network[0].tpc",
+                "unknown key",
+            ),
+            (
+                "[tools.a]\nnetwork = [{ host = \"a.com:1\", tcp = \"yes\" }]",
+                "tools.a.network[0].tcp",
+                "tcp = true",
+            ),
+            (
+                "[tools.a]\nnetwork = [{ tcp = true }]",
+                "tools.a.network[0].host",
+                "host = ",
+            ),
+            (
+                "[tools.a]\nnetwork = [{ host = \"a.com:1\", headers = { X = 1 } }]",
+                "tools.a.network[0].headers.X",
+                "a string",
+            ),
+            (
+                "[tools.a]\nnetwork = [5]",
+                "tools.a.network[0]",
+                "\"host:port\"",
             ),
             (
                 "[tools.a]\nmemory = \"lots\"",

@@ -62,6 +62,10 @@ pub struct NetGrant {
     /// with values taken from piton's environment. The guest never sees them.
     #[serde(serialize_with = "header_names_only")]
     pub headers: Vec<(String, Secret)>,
+    /// Whether raw TCP (wasi:sockets) may reach this host:port too (`tcp = true`).
+    /// Without it the grant is HTTP(S) only, through wasi:http, where the host checks
+    /// the method and sets the TLS server name and `Host` itself.
+    pub tcp: bool,
 }
 
 impl fmt::Debug for NetGrant {
@@ -78,6 +82,9 @@ impl fmt::Display for NetGrant {
         }
         for (name, _) in &self.headers {
             write!(f, " +{name}")?;
+        }
+        if self.tcp {
+            f.write_str(" +tcp")?;
         }
         Ok(())
     }
@@ -144,6 +151,19 @@ pub struct Grants {
     pub env: Vec<(String, String)>,
 }
 
+/// What one call may do with the hosts it may reach.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetAccess {
+    /// Over wasi:http only the safe methods GET, HEAD and OPTIONS. Raw TCP only to a
+    /// grant with `tcp = true`, and what is sent there is not checked.
+    #[default]
+    ReadOnly,
+    /// Over wasi:http any method but TRACE, TRACK and CONNECT. Raw TCP only to a
+    /// grant with `tcp = true`.
+    Full,
+}
+
 /// What one call may use.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Capabilities {
@@ -151,6 +171,8 @@ pub struct Capabilities {
     pub mounts: Vec<(Mount, FsAccess)>,
     /// The hosts this call may reach; empty when the call is closed-world.
     pub network: Vec<NetGrant>,
+    /// What the call may do with them: read-only calls send safe methods only.
+    pub net_access: NetAccess,
     /// The environment variables the guest sees.
     pub env: Vec<(String, String)>,
 }
@@ -175,6 +197,7 @@ impl Grants {
             } else {
                 Vec::new()
             },
+            net_access: NetAccess::Full,
             env: self.env.clone(),
         }
     }
@@ -202,6 +225,7 @@ mod tests {
                 host: Host::Name("example.com".into()),
                 port: 443,
                 headers: vec![("Authorization".into(), Secret("Bearer x".into()))],
+                tcp: false,
             }],
             env: vec![("LANG".into(), "C".into())],
         }

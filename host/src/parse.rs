@@ -123,6 +123,7 @@ pub(crate) fn parse_net_grant(
         host,
         port,
         headers: parsed,
+        tcp: false,
     })
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use piton_host::grants::{Grants, Host, NetGrant, Secret};
+use piton_host::grants::{Grants, Host, Mount, MountMode, NetGrant, Secret};
 use piton_host::{Limits, Registry, ToolError};
 use piton_tests::{guests, plugins};
 use serde_json::{Value, json};
@@ -172,6 +172,7 @@ fn ip(port: u16) -> NetGrant {
         host: Host::Ip(std::net::Ipv4Addr::LOCALHOST.into()),
         port,
         headers: Vec::new(),
+        tcp: false,
     }
 }
 
@@ -180,6 +181,7 @@ fn name(host: &str, port: u16) -> NetGrant {
         host: Host::Name(host.into()),
         port,
         headers: Vec::new(),
+        tcp: false,
     }
 }
 
@@ -401,9 +403,10 @@ async fn a_name_reaches_its_address_when_that_is_granted_literally() {
     assert!(text[0].ends_with("hello by name"), "{text:?}");
     let seen = server.requests(1);
     assert_eq!(seen.len(), 1);
+    // The name as granted, not as the guest wrote it.
     assert_eq!(
         seen[0].header("host"),
-        [format!("LOCALHOST:{}", server.port)]
+        [format!("localhost:{}", server.port)]
     );
 }
 
@@ -464,5 +467,174 @@ async fn http_without_grants_is_refused_but_the_tool_loads() {
     let registry = registry_of(&[plugins::FETCH_URL], Limits::default()).await;
     let message = failure(&registry, "fetch_url", json!({"url": server.url("/")})).await;
     assert!(message.contains("HttpRequestDenied"), "{message}");
+    assert!(server.untouched(), "{:?}", server.requests(0));
+}
+
+/// `grant` with raw TCP allowed too (`tcp = true`).
+fn with_tcp(grant: NetGrant) -> NetGrant {
+    NetGrant { tcp: true, ..grant }
+}
+
+/// One net_call: `method` (or "TCP") to `url`, as a read-only call or not.
+fn net_call(method: &str, url: &str, read_only: bool) -> Value {
+    json!({"method": method, "url": url, "read_only": read_only})
+}
+
+#[tokio::test]
+async fn a_read_only_call_sends_safe_methods_only() {
+    let server = Server::ok("fine");
+    let registry = granted(&[guests::HOSTILE_NET_CALL], vec![ip(server.port)]).await;
+    let url = server.url("/thing");
+
+    for method in ["POST", "DELETE", "PUT", "PATCH", "PROPPATCH"] {
+        let message = failure(&registry, "net_call", net_call(method, &url, true)).await;
+        assert!(message.contains("HttpRequestDenied"), "{method}: {message}");
+    }
+    assert!(server.untouched(), "{:?}", server.requests(0));
+
+    for method in ["GET", "HEAD", "OPTIONS"] {
+        let text = call_ok(&registry, "net_call", net_call(method, &url, true)).await;
+        assert!(text[0].starts_with("HTTP 200"), "{method}: {text:?}");
+    }
+    // The same tool, in a call that is not read-only, may write.
+    for method in ["POST", "DELETE"] {
+        let text = call_ok(&registry, "net_call", net_call(method, &url, false)).await;
+        assert!(text[0].starts_with("HTTP 200"), "{method}: {text:?}");
+    }
+    let methods: Vec<String> = server
+        .requests(5)
+        .iter()
+        .map(|s| s.head.split(' ').next().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(methods, ["GET", "HEAD", "OPTIONS", "POST", "DELETE"]);
+}
+
+#[tokio::test]
+async fn trace_track_and_connect_are_never_sent() {
+    let server = Server::ok("echo");
+    let grants = vec![NetGrant {
+        headers: vec![("Authorization".into(), Secret::new("Bearer t".into()))],
+        ..ip(server.port)
+    }];
+    let registry = granted(&[guests::HOSTILE_NET_CALL], grants).await;
+    let url = server.url("/");
+    for method in ["TRACE", "TRACK", "CONNECT", "trace", "Track"] {
+        let message = failure(&registry, "net_call", net_call(method, &url, false)).await;
+        assert!(message.contains("HttpRequestDenied"), "{method}: {message}");
+    }
+    assert!(server.untouched(), "{:?}", server.requests(0));
+}
+
+#[tokio::test]
+async fn raw_tcp_needs_the_grant_to_opt_in() {
+    let server = Server::ok("");
+    let url = server.url("/");
+    // Without `tcp = true` a grant is HTTP only: no raw TCP for a read-only call, nor
+    // for one that is not (even to a literal address).
+    let registry = granted(&[guests::HOSTILE_NET_CALL], vec![ip(server.port)]).await;
+    for read_only in [true, false] {
+        let message = failure(&registry, "net_call", net_call("TCP", &url, read_only)).await;
+        assert!(message.starts_with("TCP "), "{message}");
+    }
+    assert!(server.untouched(), "{:?}", server.requests(0));
+
+    let registry = granted(&[guests::HOSTILE_NET_CALL], vec![with_tcp(ip(server.port))]).await;
+    for read_only in [true, false] {
+        let text = call_ok(&registry, "net_call", net_call("TCP", &url, read_only)).await;
+        assert_eq!(text, [format!("connected to 127.0.0.1:{}", server.port)]);
+    }
+    let seen = server.requests(2);
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].head, "hello\n");
+}
+
+#[tokio::test]
+async fn the_host_header_is_the_checked_authority() {
+    let server = Server::ok("fine");
+    let registry = granted(&[guests::HOSTILE_NET_CALL], vec![ip(server.port)]).await;
+    let url = format!("http://user:pw@127.0.0.1:{}/", server.port);
+    let text = call_ok(&registry, "net_call", net_call("GET", &url, true)).await;
+    assert!(text[0].starts_with("HTTP 200"), "{text:?}");
+    let seen = server.requests(1);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].header("host"), [format!("127.0.0.1:{}", server.port)]);
+}
+
+/// A guest that starts lookup after lookup must not hold up another call's file
+/// reads. The runtime here has few blocking threads (tokio's default is 512), so that
+/// lookups holding them would show at once rather than after thousands.
+#[test]
+fn a_resolve_loop_does_not_hold_up_file_reads() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().expect("test folder");
+        std::fs::write(dir.path().join("f.txt"), "file text").expect("test folder");
+        // A name that does not resolve here: each lookup of it takes the system
+        // resolver a while, and a failed lookup used to be tried again every time.
+        let name = "flood.invalid";
+        let mut flood = load(guests::HOSTILE_NET_DNS_FLOOD).await;
+        flood.set_grants(Grants {
+            network: vec![self::name(name, 443)],
+            ..Grants::default()
+        });
+        let mut reader = load(plugins::READ_FILE).await;
+        reader.set_grants(Grants {
+            mounts: vec![Mount {
+                host: dir.path().into(),
+                guest: "/data".into(),
+                mode: MountMode::Read,
+            }],
+            ..Grants::default()
+        });
+        let mut registry = Registry::new();
+        registry.add(flood).expect("no duplicate names");
+        registry.add(reader).expect("no duplicate names");
+
+        let flooding = registry.call(
+            "net_dns_flood",
+            json!({"name": name, "per_round": 500, "rounds": 20}),
+        );
+        let reading = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let start = Instant::now();
+            for _ in 0..5 {
+                let text = call_ok(&registry, "read_file", json!({"path": "/data/f.txt"})).await;
+                assert_eq!(text, ["file text"]);
+            }
+            start.elapsed()
+        };
+        let (flooded, took) = tokio::join!(flooding, reading);
+        assert!(took < Duration::from_secs(2), "5 file reads took {took:?}");
+        // Identical lookups are shared: 10 000 of them end well within the deadline.
+        let report = match flooded {
+            Ok(Ok(content)) => content[0].to_model_text(),
+            other => panic!("the flood call: {other:?}"),
+        };
+        assert!(report.starts_with("started "), "{report}");
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_read_only_call_with_raw_tcp_is_not_approved_unasked() {
+    let server = Server::ok("");
+    let args = json!({"host": "127.0.0.1", "port": server.port});
+    // HTTP only: read-only is enforced on the network, so the call is approved.
+    let mut registry = granted(&[guests::HOSTILE_NET_TCP], vec![ip(server.port)]).await;
+    registry.set_approver(piton_host::AllowByReadOnly::new(false));
+    let message = failure(&registry, "net_tcp", args.clone()).await;
+    assert!(message.contains("connect 127.0.0.1:"), "{message}");
+    // With raw TCP, nothing checks what the tool sends: its read-only is only
+    // declared, and a read-only approver does not let it through without asking.
+    let grants = vec![with_tcp(ip(server.port))];
+    let mut registry = granted(&[guests::HOSTILE_NET_TCP], grants).await;
+    registry.set_approver(piton_host::AllowByReadOnly::new(false));
+    let message = call_error(&registry, "net_tcp", args).await.to_string();
+    assert!(message.contains("not approved"), "{message}");
     assert!(server.untouched(), "{:?}", server.requests(0));
 }

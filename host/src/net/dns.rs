@@ -208,7 +208,7 @@ mod tests {
     use crate::grants::{Host, NetGrant};
 
     fn decide(grants: &[NetGrant], name: &str) -> String {
-        let policy = Arc::new(Policy::new(grants));
+        let policy = Arc::new(Policy::full(grants));
         let view = LookupView {
             table: &mut ResourceTable::new(),
             policy: &policy,
@@ -228,11 +228,13 @@ mod tests {
                 host: Host::Name("example.com".into()),
                 port: 443,
                 headers: Vec::new(),
+                tcp: false,
             },
             NetGrant {
                 host: Host::Ip("::1".parse().unwrap()),
                 port: 8080,
                 headers: Vec::new(),
+                tcp: false,
             },
         ];
         let table = [

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::sockets::SocketAddrUse;
 
-use crate::grants::{Host, NetGrant};
+use crate::grants::{Host, NetAccess, NetGrant};
 
 use addr::is_public;
 
@@ -50,7 +50,7 @@ impl std::fmt::Debug for NetState {
 
 impl Default for NetState {
     fn default() -> Self {
-        Self::new(Policy::new(&[]))
+        Self::new(Policy::new(&[], NetAccess::ReadOnly))
     }
 }
 
@@ -67,8 +67,12 @@ impl NetState {
 
 /// Configures sockets for `grants`; none: no network at all (the builder's deny-all
 /// settings stay as they are).
-pub(crate) fn configure(wasi: &mut WasiCtxBuilder, grants: &[NetGrant]) -> NetState {
-    let state = NetState::new(Policy::new(grants));
+pub(crate) fn configure(
+    wasi: &mut WasiCtxBuilder,
+    grants: &[NetGrant],
+    access: NetAccess,
+) -> NetState {
+    let state = NetState::new(Policy::new(grants, access));
     if !grants.is_empty() {
         let policy = state.policy.clone();
         // wasmtime-wasi's own name lookup stays off: `dns` replaces it, and with the
@@ -91,18 +95,42 @@ pub(crate) fn add_to_linker(
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
 }
 
+/// Resolves one name to its addresses, blocking: the system resolver, or a fake one
+/// in tests.
+pub(crate) type Resolver = Arc<dyn Fn(&str) -> std::io::Result<Vec<IpAddr>> + Send + Sync>;
+
+/// The most lookups one call has in flight at once.
+const MAX_LOOKUPS_PER_CALL: usize = 4;
+
+/// The system resolver (getaddrinfo).
+fn system_resolver() -> Resolver {
+    Arc::new(|name| {
+        use std::net::ToSocketAddrs as _;
+        Ok((name, 0).to_socket_addrs()?.map(|a| a.ip()).collect())
+    })
+}
+
 /// One call's network grants, and the names resolved for it so far.
 pub(crate) struct Policy {
     grants: Vec<NetGrant>,
+    /// What the call may do with them.
+    access: NetAccess,
     /// Granted name (lowercase, as granted) → its addresses, canonical, unfiltered.
     resolved: Mutex<HashMap<String, Vec<IpAddr>>>,
+    resolver: Resolver,
 }
 
 impl Policy {
-    pub(crate) fn new(grants: &[NetGrant]) -> Self {
+    pub(crate) fn new(grants: &[NetGrant], access: NetAccess) -> Self {
+        Self::with_resolver(grants, access, system_resolver())
+    }
+
+    pub(crate) fn with_resolver(grants: &[NetGrant], access: NetAccess, resolver: Resolver) -> Self {
         Self {
             grants: grants.to_vec(),
+            access,
             resolved: Mutex::default(),
+            resolver,
         }
     }
 
@@ -194,8 +222,11 @@ impl Policy {
         if let Some(addresses) = cached {
             return addresses;
         }
-        let looked_up = match tokio::net::lookup_host((granted, 0)).await {
-            Ok(addrs) => addrs.map(|a| a.ip().to_canonical()).collect::<Vec<_>>(),
+        let resolver = self.resolver.clone();
+        let name = granted.to_owned();
+        let lookup = tokio::task::spawn_blocking(move || resolver(&name));
+        let looked_up = match lookup.await.unwrap_or_else(|e| Err(std::io::Error::other(e))) {
+            Ok(addrs) => addrs.into_iter().map(|a| a.to_canonical()).collect::<Vec<_>>(),
             Err(error) => {
                 tracing::debug!(name = granted, %error, "granted name does not resolve");
                 return Vec::new();
@@ -223,6 +254,14 @@ fn canonical(addr: SocketAddr) -> SocketAddr {
 }
 
 #[cfg(test)]
+impl Policy {
+    /// A policy for a call that is not read-only, with the system resolver.
+    pub(crate) fn full(grants: &[NetGrant]) -> Self {
+        Self::new(grants, NetAccess::Full)
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -231,6 +270,7 @@ mod tests {
             host,
             port,
             headers: Vec::new(),
+            tcp: false,
         }
     }
 
@@ -240,7 +280,10 @@ mod tests {
 
     #[tokio::test]
     async fn sockets_reach_granted_addresses_only() {
-        let policy = Policy::new(&[grant(ip("127.0.0.1"), 8080)]);
+        let policy = Policy::full(&[NetGrant {
+            tcp: true,
+            ..grant(ip("127.0.0.1"), 8080)
+        }]);
         let check = |addr: &str, usage| {
             let addr: SocketAddr = addr.parse().unwrap();
             policy.may_use_socket(addr, usage)
@@ -260,7 +303,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_name_never_leads_to_loopback() {
-        let policy = Policy::new(&[grant(Host::Name("localhost".into()), 8080)]);
+        let policy = Policy::full(&[grant(Host::Name("localhost".into()), 8080)]);
         assert!(!policy.addresses_of("localhost").await.is_empty());
         assert!(policy.answers_for("localhost").await.is_empty());
         assert!(!policy.may_connect("127.0.0.1:8080".parse().unwrap()).await);
@@ -269,7 +312,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_literal_grant_lets_a_name_lead_to_its_address() {
-        let policy = Policy::new(&[
+        let policy = Policy::full(&[
             grant(Host::Name("localhost".into()), 8080),
             grant(ip("127.0.0.1"), 8080),
         ]);
@@ -279,10 +322,108 @@ mod tests {
 
     #[test]
     fn names_match_without_case_or_trailing_dot() {
-        let policy = Policy::new(&[grant(Host::Name("example.com".into()), 443)]);
+        let policy = Policy::full(&[grant(Host::Name("example.com".into()), 443)]);
         assert_eq!(policy.granted_name("EXAMPLE.com."), Some("example.com"));
         assert_eq!(policy.granted_name("example.com.evil"), None);
         assert_eq!(policy.granted_name("www.example.com"), None);
-        assert!(Policy::new(&[]).is_empty());
+        assert!(Policy::full(&[]).is_empty());
+    }
+
+    /// A resolver that knows one public name, and counts its lookups.
+    fn one_public_name() -> Resolver {
+        Arc::new(|name| match name {
+            "api.example.com" => Ok(vec!["93.184.215.14".parse().map_err(std::io::Error::other)?]),
+            _ => Err(std::io::Error::other("no such name")),
+        })
+    }
+
+    #[tokio::test]
+    async fn raw_tcp_needs_a_grant_with_tcp_true() {
+        use SocketAddrUse::TcpConnect;
+        let public: SocketAddr = "93.184.215.14:5432".parse().unwrap();
+        let loopback: SocketAddr = "127.0.0.1:5432".parse().unwrap();
+        let name = || grant(Host::Name("api.example.com".into()), 5432);
+        let literal = || grant(ip("127.0.0.1"), 5432);
+        for access in [NetAccess::ReadOnly, NetAccess::Full] {
+            // HTTP only: the address may be reached, by the host's own requests.
+            let http_only =
+                Policy::with_resolver(&[name(), literal()], access, one_public_name());
+            assert!(http_only.may_connect(public).await);
+            assert!(!http_only.may_use_socket(public, TcpConnect).await, "{access:?}");
+            assert!(!http_only.may_use_socket(loopback, TcpConnect).await, "{access:?}");
+            // Opted in.
+            let tcp = |g: NetGrant| NetGrant { tcp: true, ..g };
+            let opted_in =
+                Policy::with_resolver(&[tcp(name()), tcp(literal())], access, one_public_name());
+            assert!(opted_in.may_use_socket(public, TcpConnect).await, "{access:?}");
+            assert!(opted_in.may_use_socket(loopback, TcpConnect).await, "{access:?}");
+            assert!(!opted_in.may_use_socket("93.184.215.15:5432".parse().unwrap(), TcpConnect).await);
+        }
+    }
+
+    /// A resolver that takes `delay` to fail, and counts lookups and the most in flight.
+    fn slow_failing(delay: std::time::Duration) -> (Resolver, Arc<[std::sync::atomic::AtomicUsize; 3]>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let counts: Arc<[std::sync::atomic::AtomicUsize; 3]> = Arc::default();
+        let resolver: Resolver = Arc::new({
+            let counts = counts.clone();
+            move |_| {
+                let [started, in_flight, most] = &*counts;
+                started.fetch_add(1, SeqCst);
+                let now = in_flight.fetch_add(1, SeqCst) + 1;
+                most.fetch_max(now, SeqCst);
+                std::thread::sleep(delay);
+                in_flight.fetch_sub(1, SeqCst);
+                Err(std::io::Error::other("no such name"))
+            }
+        });
+        (resolver, counts)
+    }
+
+    fn names(n: usize) -> Vec<NetGrant> {
+        (0..n)
+            .map(|i| grant(Host::Name(format!("n{i}.example.com")), 443))
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lookups_are_shared_and_capped_per_call() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (resolver, counts) = slow_failing(std::time::Duration::from_millis(50));
+        let policy = Arc::new(Policy::with_resolver(&names(10), NetAccess::Full, resolver));
+        let mut lookups = tokio::task::JoinSet::new();
+        for _ in 0..20 {
+            for i in 0..10 {
+                let policy = policy.clone();
+                lookups.spawn(async move { policy.addresses_of(&format!("n{i}.example.com")).await });
+            }
+        }
+        while let Some(answer) = lookups.join_next().await {
+            assert!(answer.unwrap().is_empty());
+        }
+        let [started, _, most] = &*counts;
+        // One lookup per name, however many asked at once; no more than the cap at once.
+        assert_eq!(started.load(SeqCst), 10);
+        assert!(most.load(SeqCst) <= MAX_LOOKUPS_PER_CALL, "{most:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_finished_call_starts_no_more_lookups() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (resolver, counts) = slow_failing(std::time::Duration::from_millis(200));
+        let policy = Arc::new(Policy::with_resolver(&names(10), NetAccess::Full, resolver));
+        let mut lookups = tokio::task::JoinSet::new();
+        for i in 0..10 {
+            let policy = policy.clone();
+            lookups.spawn(async move { policy.addresses_of(&format!("n{i}.example.com")).await });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // The call ends: its waiting lookups go with it.
+        lookups.abort_all();
+        drop(policy);
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let [started, in_flight, _] = &*counts;
+        assert!(started.load(SeqCst) <= MAX_LOOKUPS_PER_CALL, "{started:?}");
+        assert_eq!(in_flight.load(SeqCst), 0);
     }
 }

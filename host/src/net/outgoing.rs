@@ -93,7 +93,7 @@ async fn send(
     };
     let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?;
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-    let target = match target(policy, host, port).await {
+    let target = match target(policy, host, port, tls).await {
         Ok(target) => target,
         Err(reason) => {
             tracing::debug!(host, port, reason, "HTTP request denied");
@@ -158,7 +158,13 @@ trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
 
 /// Where a request for `host:port` may go, or why it may not go anywhere.
-async fn target(policy: &Policy, host: &str, port: u16) -> Result<Target, &'static str> {
+async fn target(
+    policy: &Policy,
+    host: &str,
+    port: u16,
+    tls: bool,
+) -> Result<Target, &'static str> {
+    let _ = tls;
     if policy.is_empty() {
         return Err("no network is granted to this call");
     }
@@ -265,19 +271,21 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grants::Secret;
+    use crate::grants::{NetAccess, Secret};
 
     fn policy() -> Policy {
-        Policy::new(&[
+        Policy::full(&[
             NetGrant {
                 host: Host::Ip("127.0.0.1".parse().unwrap()),
                 port: 8080,
                 headers: vec![("Authorization".into(), Secret("Bearer s".into()))],
+                tcp: false,
             },
             NetGrant {
                 host: Host::Name("localhost".into()),
                 port: 9090,
                 headers: Vec::new(),
+                tcp: false,
             },
         ])
     }
@@ -285,7 +293,7 @@ mod tests {
     #[tokio::test]
     async fn only_granted_authorities_are_targets() {
         let policy = policy();
-        let allowed = target(&policy, "127.0.0.1", 8080).await.unwrap();
+        let allowed = target(&policy, "127.0.0.1", 8080, false).await.unwrap();
         assert_eq!(allowed.addrs, ["127.0.0.1:8080".parse().unwrap()]);
         assert_eq!(allowed.headers.len(), 1);
         assert_eq!(allowed.headers[0].0, "authorization");
@@ -300,8 +308,45 @@ mod tests {
             ("localhost", 9090),
             ("LOCALHOST.", 9090),
         ] {
-            assert!(target(&policy, host, port).await.is_err(), "{host}:{port}");
+            assert!(target(&policy, host, port, false).await.is_err(), "{host}:{port}");
         }
-        assert!(target(&Policy::new(&[]), "127.0.0.1", 8080).await.is_err());
+        assert!(target(&Policy::full(&[]), "127.0.0.1", 8080, true).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn secret_headers_go_over_tls_or_to_a_loopback_literal_only() {
+        let secret = || vec![("Authorization".into(), Secret("Bearer s".into()))];
+        let grant = |host: Host| NetGrant {
+            host,
+            port: 80,
+            headers: secret(),
+            tcp: false,
+        };
+        let resolver: super::super::Resolver = Arc::new(|_| Ok(vec![IpAddr::from([93, 184, 215, 14])]));
+        let policy = Policy::with_resolver(
+            &[
+                grant(Host::Name("api.example.com".into())),
+                grant(Host::Ip("93.184.215.14".parse().unwrap())),
+                grant(Host::Ip("10.0.0.7".parse().unwrap())),
+                grant(Host::Ip("127.0.0.1".parse().unwrap())),
+                grant(Host::Ip("::1".parse().unwrap())),
+            ],
+            NetAccess::Full,
+            resolver,
+        );
+        // Over TLS: sent, wherever the grant leads.
+        for host in ["api.example.com", "93.184.215.14", "10.0.0.7", "127.0.0.1", "[::1]"] {
+            let target = target(&policy, host, 80, true).await.unwrap();
+            assert_eq!(target.headers.len(), 1, "{host}");
+        }
+        // In clear: refused, unless the grant is a loopback address.
+        for host in ["api.example.com", "93.184.215.14", "10.0.0.7"] {
+            let refused = target(&policy, host, 80, false).await.err();
+            assert!(refused.is_some_and(|r| r.contains("TLS")), "{host}: {refused:?}");
+        }
+        for host in ["127.0.0.1", "[::1]"] {
+            let target = target(&policy, host, 80, false).await.unwrap();
+            assert_eq!(target.headers.len(), 1, "{host}");
+        }
     }
 }

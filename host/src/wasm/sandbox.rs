@@ -51,7 +51,7 @@ impl Sandbox {
             .socket_addr_check(|_, _| Box::pin(async { false }))
             .envs(&caps.env);
         let fs = crate::fs::configure(&mut wasi, &caps.mounts)?;
-        let net = crate::net::configure(&mut wasi, &caps.network);
+        let net = crate::net::configure(&mut wasi, &caps.network, caps.net_access);
         Ok(Self {
             wasi: wasi.build(),
             table: ResourceTable::new(),
