@@ -57,9 +57,11 @@ where
 /// denies them).
 ///
 /// A wasm tool's read-only is trusted because its sandbox enforces it (no writable
-/// mount, no network beyond its grant). An upstream MCP tool's read-only is only
-/// what the server says about itself: it is trusted only with `trust_mcp`. A native
-/// tool is the embedding program's own code, and is trusted.
+/// mount; over HTTP only GET, HEAD and OPTIONS to its granted hosts), unless a grant
+/// gives it raw TCP (`tcp = true`), where nothing checks what it sends: then it is
+/// asked about like any call that is not read-only. An upstream MCP tool's read-only
+/// is only what the server says about itself: it is trusted only with `trust_mcp`. A
+/// native tool is the embedding program's own code, and is trusted.
 pub struct AllowByReadOnly {
     /// Trust what upstream MCP servers declare.
     pub trust_mcp: bool,
@@ -102,7 +104,9 @@ impl AllowByReadOnly {
         match (request.tool.hints_trust(), request.tool.source()) {
             (HintsTrust::Enforced, _) => true,
             (HintsTrust::Declared, ToolSource::Mcp(_)) => self.trust_mcp,
-            (HintsTrust::Declared, _) => true,
+            (HintsTrust::Declared, ToolSource::Native) => true,
+            // A wasm tool whose sandbox cannot hold it to read-only (raw TCP).
+            (HintsTrust::Declared, ToolSource::File(_) | ToolSource::Bundled(_)) => false,
         }
     }
 }
@@ -115,11 +119,18 @@ impl Approver for AllowByReadOnly {
         }
         match &self.ask {
             Some(ask) => ask.approve(request).await,
-            None if request.hints.read_only => Decision::Deny(format!(
-                "`{}` says it is read-only, but MCP servers' hints are not trusted \
-                 (AllowByReadOnly without trust_mcp) and nobody was asked",
-                request.tool.spec().name
-            )),
+            None if request.hints.read_only => Decision::Deny(match request.tool.source() {
+                ToolSource::Mcp(_) => format!(
+                    "`{}` says it is read-only, but MCP servers' hints are not trusted \
+                     (AllowByReadOnly without trust_mcp) and nobody was asked",
+                    request.tool.spec().name
+                ),
+                _ => format!(
+                    "`{}` says it is read-only, but a grant gives it raw TCP (tcp = true), \
+                     where read-only is not checked, and nobody was asked",
+                    request.tool.spec().name
+                ),
+            }),
             None => Decision::Deny(format!(
                 "`{}` is not read-only for this call and nobody was asked",
                 request.tool.spec().name

@@ -586,6 +586,7 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
                 "guest": m.guest, "host": m.host, "granted": m.mode, "access": access,
             })).collect::<Vec<_>>(),
             "network": caps.network.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "network_access": caps.net_access,
             "env": caps.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         })
     });
@@ -647,7 +648,12 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
             )?;
         }
         let network: Vec<String> = caps.network.iter().map(ToString::to_string).collect();
-        writeln!(out, "  network:   {}", list_or_none(&network))?;
+        let access = match caps.net_access {
+            _ if network.is_empty() => "",
+            crate::grants::NetAccess::ReadOnly => " (HTTP GET, HEAD, OPTIONS only)",
+            crate::grants::NetAccess::Full => "",
+        };
+        writeln!(out, "  network:   {}{access}", list_or_none(&network))?;
         let env: Vec<String> = caps.env.iter().map(|(k, _)| k.clone()).collect();
         writeln!(out, "  env:       {}", list_or_none(&env))?;
         writeln!(out, "imports:")?;

@@ -6,6 +6,7 @@
 //! mounts  = [{ host = "./data", guest = "/data", mode = "read" }]   # or "write"
 //! [tools.fetch_url]
 //! network = ["api.example.com:443", { host = "api.github.com:443", headers = { Authorization = "Bearer ${GITHUB_TOKEN}" } }]
+//! # raw TCP too (not only HTTP(S)): { host = "db.example.com:5432", tcp = true }
 //! env     = { LANG = "C" }
 //! memory  = "64MiB"
 //! timeout = "5s"
@@ -24,7 +25,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 
 use crate::Hints;
-use crate::grants::{Grants, Mount, MountMode};
+use crate::grants::{Grants, Mount, MountMode, NetGrant};
 use crate::limits::Limits;
 pub use crate::mcp::config::{McpConfig, McpConnect};
 use crate::mcp::config::{RawMcp, parse_mcp};
@@ -112,8 +113,10 @@ struct RawConfig {
 struct RawTool {
     #[serde(default)]
     mounts: Vec<RawMount>,
+    /// `"host:port"` or `{ host, headers, tcp }`: read by [`parse_net_entry`], which
+    /// names the key at fault.
     #[serde(default)]
-    network: Vec<RawNet>,
+    network: Vec<toml::Value>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     memory: Option<String>,
@@ -136,17 +139,6 @@ struct RawMount {
     host: String,
     guest: String,
     mode: MountMode,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawNet {
-    Plain(String),
-    WithHeaders {
-        host: String,
-        #[serde(default)]
-        headers: BTreeMap<String, String>,
-    },
 }
 
 impl<'de> Deserialize<'de> for MountMode {
@@ -235,12 +227,8 @@ fn parse_tool(
         mounts.push(mount);
     }
     let mut network = Vec::new();
-    for (i, n) in raw.network.into_iter().enumerate() {
-        let (host, headers) = match n {
-            RawNet::Plain(host) => (host, BTreeMap::new()),
-            RawNet::WithHeaders { host, headers } => (host, headers),
-        };
-        let grant = parse_net_grant(&host, &headers, env)
+    for (i, entry) in raw.network.into_iter().enumerate() {
+        let grant = parse_net_entry(entry, env)
             .map_err(|(sub, msg)| (format!("{key}.network[{i}]{sub}"), msg))?;
         network.push(grant);
     }
@@ -286,6 +274,74 @@ fn parse_tool(
             open_world: raw.open_world,
         },
     })
+}
+
+/// One `network` entry: `"host:port"`, or `{ host = "host:port", headers = { .. },
+/// tcp = true }`. On error: the sub-key (`""`, `.tcp`, `.headers.NAME` ...) and the
+/// message.
+fn parse_net_entry(
+    entry: toml::Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<NetGrant, KeyError> {
+    let example = "write \"host:port\", or { host = \"host:port\", headers = { .. }, tcp = true }";
+    let table = match entry {
+        toml::Value::String(host) => return parse_net_grant(&host, &BTreeMap::new(), env),
+        toml::Value::Table(table) => table,
+        other => {
+            let kind = other.type_str();
+            return Err((
+                String::new(),
+                format!("a {kind} is not a network entry; {example}"),
+            ));
+        }
+    };
+    let fail = |sub: &str, message: String| Err((sub.to_owned(), message));
+    let (mut host, mut headers, mut tcp) = (None, BTreeMap::new(), false);
+    for (name, value) in table {
+        match (name.as_str(), value) {
+            ("host", toml::Value::String(text)) => host = Some(text),
+            ("host", _) => return fail(".host", format!("host must be a string; {example}")),
+            ("tcp", toml::Value::Boolean(flag)) => tcp = flag,
+            ("tcp", _) => {
+                return fail(
+                    ".tcp",
+                    "write tcp = true to allow raw TCP to this host:port, or leave it out"
+                        .to_owned(),
+                );
+            }
+            ("headers", toml::Value::Table(table)) => {
+                for (header, value) in table {
+                    let toml::Value::String(value) = value else {
+                        return fail(
+                            &format!(".headers.{header}"),
+                            "a header value must be a string, such as \"Bearer ${TOKEN}\""
+                                .to_owned(),
+                        );
+                    };
+                    headers.insert(header, value);
+                }
+            }
+            ("headers", _) => {
+                return fail(
+                    ".headers",
+                    "headers must be a table, such as { Authorization = \"Bearer ${TOKEN}\" }"
+                        .to_owned(),
+                );
+            }
+            (other, _) => {
+                return fail(
+                    &format!(".{other}"),
+                    format!("unknown key {other:?}: a network entry takes host, headers and tcp"),
+                );
+            }
+        }
+    }
+    let Some(host) = host else {
+        return fail(".host", format!("is missing; {example}"));
+    };
+    let mut grant = parse_net_grant(&host, &headers, env)?;
+    grant.tcp = tcp;
+    Ok(grant)
 }
 
 fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {
@@ -432,7 +488,10 @@ mod tests {
         );
         assert!(!tool.grants.network[1].tcp);
         assert!(tool.grants.network[2].tcp);
-        assert_eq!(tool.grants.network[2].to_string(), "db.example.com:5432 +tcp");
+        assert_eq!(
+            tool.grants.network[2].to_string(),
+            "db.example.com:5432 +tcp"
+        );
         assert_eq!(tool.grants.env, [("LANG".to_owned(), "C".to_owned())]);
         assert_eq!(tool.limits.memory, 32 << 20);
         assert_eq!(tool.limits.timeout, std::time::Duration::from_secs(5));
@@ -487,7 +546,7 @@ mod tests {
             (
                 "[tools.a]\nnetwork = [{ host = \"a.com:1\", tpc = true }]",
                 "tools.a.network[0].tpc",
-                "unknown key",
+                "unknown key \"tpc\"",
             ),
             (
                 "[tools.a]\nnetwork = [{ host = \"a.com:1\", tcp = \"yes\" }]",

@@ -3,11 +3,15 @@
 //!
 //! | call hints | mounts | network |
 //! | --- | --- | --- |
-//! | read_only | every mount read-only | as open_world says |
-//! | not read_only, not destructive | "write" mounts add-only | as open_world says |
-//! | destructive | as granted | as open_world says |
+//! | read_only | every mount read-only | HTTP: GET, HEAD, OPTIONS only; raw TCP only to `tcp = true` grants (unchecked) |
+//! | not read_only, not destructive | "write" mounts add-only | HTTP: any method but TRACE, TRACK, CONNECT; raw TCP only to `tcp = true` grants |
+//! | destructive | as granted | as for not destructive |
 //! | open_world = false | — | none: no DNS, no sockets, no HTTP |
 //! | open_world = true | — | only the granted host:port pairs |
+//!
+//! A grant without `tcp = true` is HTTP(S) only, through wasi:http: the host sets the
+//! TLS server name and `Host`, and adds secret headers over TLS only (or in clear to a
+//! loopback address granted literally).
 
 use std::fmt;
 use std::net::IpAddr;
@@ -197,7 +201,11 @@ impl Grants {
             } else {
                 Vec::new()
             },
-            net_access: NetAccess::Full,
+            net_access: if hints.read_only {
+                NetAccess::ReadOnly
+            } else {
+                NetAccess::Full
+            },
             env: self.env.clone(),
         }
     }
@@ -234,7 +242,12 @@ mod tests {
     #[test]
     fn nothing_is_granted_by_default() {
         let caps = Grants::default().for_call(Hints::default());
-        assert_eq!(caps, Capabilities::default());
+        let nothing = Capabilities {
+            // What it may do with no host at all.
+            net_access: NetAccess::Full,
+            ..Capabilities::default()
+        };
+        assert_eq!(caps, nothing);
     }
 
     #[test]
@@ -246,20 +259,23 @@ mod tests {
             open_world,
         };
         use FsAccess::*;
-        // (hints, access to the read mount, to the write mount, network granted)
+        let (ro, full) = (NetAccess::ReadOnly, NetAccess::Full);
+        // (hints, access to the read mount, to the write mount, network granted, what
+        // the call may do over it)
         let table = [
-            (h(true, false, false), ReadOnly, ReadOnly, false),
-            (h(true, false, true), ReadOnly, ReadOnly, true),
-            (h(false, false, false), ReadOnly, AddOnly, false),
-            (h(false, false, true), ReadOnly, AddOnly, true),
-            (h(false, true, false), ReadOnly, ReadWrite, false),
-            (h(false, true, true), ReadOnly, ReadWrite, true),
+            (h(true, false, false), ReadOnly, ReadOnly, false, ro),
+            (h(true, false, true), ReadOnly, ReadOnly, true, ro),
+            (h(false, false, false), ReadOnly, AddOnly, false, full),
+            (h(false, false, true), ReadOnly, AddOnly, true, full),
+            (h(false, true, false), ReadOnly, ReadWrite, false, full),
+            (h(false, true, true), ReadOnly, ReadWrite, true, full),
         ];
-        for (hints, read, write, network) in table {
+        for (hints, read, write, network, net_access) in table {
             let caps = grants().for_call(hints);
             assert_eq!(caps.mounts[0].1, read, "{hints:?}");
             assert_eq!(caps.mounts[1].1, write, "{hints:?}");
             assert_eq!(!caps.network.is_empty(), network, "{hints:?}");
+            assert_eq!(caps.net_access, net_access, "{hints:?}");
             assert_eq!(caps.env, [("LANG".to_owned(), "C".to_owned())]);
         }
     }

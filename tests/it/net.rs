@@ -287,7 +287,8 @@ async fn a_redirect_to_an_authority_not_granted_is_refused() {
 async fn tcp_reaches_a_granted_address_and_no_other_port() {
     let granted_server = Server::ok("");
     let other = Server::ok("");
-    let registry = granted(&[guests::HOSTILE_NET_TCP], vec![ip(granted_server.port)]).await;
+    let grants = vec![with_tcp(ip(granted_server.port))];
+    let registry = granted(&[guests::HOSTILE_NET_TCP], grants).await;
 
     let text = call_ok(
         &registry,
@@ -317,7 +318,7 @@ async fn tcp_reaches_a_granted_address_and_no_other_port() {
 #[tokio::test]
 async fn a_closed_world_tool_has_no_network_even_when_granted() {
     let server = Server::ok("hello");
-    let grants = vec![ip(server.port), name("localhost", server.port)];
+    let grants = vec![with_tcp(ip(server.port)), name("localhost", server.port)];
     let registry = granted(
         &[guests::HOSTILE_NET_CLOSED, guests::HOSTILE_NET_TCP],
         grants,
@@ -557,7 +558,10 @@ async fn the_host_header_is_the_checked_authority() {
     assert!(text[0].starts_with("HTTP 200"), "{text:?}");
     let seen = server.requests(1);
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].header("host"), [format!("127.0.0.1:{}", server.port)]);
+    assert_eq!(
+        seen[0].header("host"),
+        [format!("127.0.0.1:{}", server.port)]
+    );
 }
 
 /// A guest that starts lookup after lookup must not hold up another call's file

@@ -35,8 +35,9 @@ pub(crate) fn is_public(ip: IpAddr) -> bool {
     classify(ip) == AddrClass::Public
 }
 
-/// The class of `ip`. IPv6 forms that carry an IPv4 address (mapped, compatible,
-/// NAT64, 6to4) are classified by that IPv4 address, since that is where they lead.
+/// The class of `ip`. IPv6 forms that carry an IPv4 address (mapped, translated,
+/// compatible, NAT64, 6to4) are classified by that IPv4 address, since that is where
+/// they lead.
 pub(crate) fn classify(ip: IpAddr) -> AddrClass {
     match ip.to_canonical() {
         IpAddr::V4(v4) => classify_v4(v4),
@@ -85,8 +86,13 @@ fn classify_v6(ip: Ipv6Addr) -> AddrClass {
         Unspecified
     } else if ip.is_loopback() {
         Loopback
-    } else if s[..6] == [0; 6] || (s[..2] == [0x64, 0xff9b] && s[2..6] == [0; 4]) {
-        // IPv4-compatible ::a.b.c.d, and the well-known NAT64 prefix 64:ff9b::/96.
+    } else if s[..6] == [0; 6]
+        || s[..6] == [0, 0, 0, 0, 0xffff, 0]
+        || (s[..2] == [0x64, 0xff9b] && s[2..6] == [0; 4])
+    {
+        // IPv4-compatible ::a.b.c.d, IPv4-translated ::ffff:0:a.b.c.d (SIIT), and the
+        // well-known NAT64 prefix 64:ff9b::/96. (IPv4-mapped ::ffff:a.b.c.d is made
+        // IPv4 by `to_canonical` above.)
         classify_v4(embedded_v4())
     } else if s[0] == 0x2002 {
         // 6to4: 2002:AABB:CCDD::/48 leads to AA.BB.CC.DD.
@@ -100,11 +106,15 @@ fn classify_v6(ip: Ipv6Addr) -> AddrClass {
     } else if (s[0] & 0xff00) == 0xff00 {
         Multicast
     } else if s[..3] == [0x64, 0xff9b, 1]
-        || s[..2] == [0x2001, 0]
+        || (s[0] == 0x2001 && s[1] < 0x200)
         || s[..2] == [0x2001, 0xdb8]
+        || (s[0] == 0x3fff && s[1] < 0x1000)
+        || s[0] == 0x5f00
         || s[..4] == [0x100, 0, 0, 0]
     {
-        // Local-use NAT64 (may lead anywhere), Teredo, documentation, discard-only.
+        // Local-use NAT64 (may lead anywhere), IETF protocol assignments 2001::/23
+        // (Teredo among them), documentation (2001:db8::/32, 3fff::/20), SRv6
+        // segment identifiers, discard-only.
         Reserved
     } else {
         Public

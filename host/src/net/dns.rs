@@ -13,13 +13,13 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use futures::future::BoxFuture;
 use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::{
     self, Host, HostResolveAddressStream, ResolveAddressStream,
 };
 use wasmtime_wasi::p2::bindings::sockets::network::{self, ErrorCode, IpAddress};
 use wasmtime_wasi::p2::{DynPollable, Network, Pollable, SocketError, subscribe};
-use wasmtime_wasi::runtime::{AbortOnDropJoinHandle, spawn};
 
 use super::Policy;
 use crate::wasm::Sandbox;
@@ -47,9 +47,11 @@ pub(super) struct LookupView<'a> {
     policy: &'a Arc<Policy>,
 }
 
-/// One lookup: running on the host, then its answers one by one.
+/// What the guest waits on: a granted name's lookup, then its answers one by one.
+/// The lookup runs only while someone waits for it, and is shared with every other
+/// use of the name in the call (see [`Policy`]); the guest's handle holds no task.
 enum LookupStream {
-    Pending(AbortOnDropJoinHandle<Result<Vec<IpAddr>, ErrorCode>>),
+    Pending(BoxFuture<'static, Result<Vec<IpAddr>, ErrorCode>>),
     Ready(Result<std::vec::IntoIter<IpAddr>, ErrorCode>),
 }
 
@@ -57,21 +59,9 @@ enum LookupStream {
 impl Pollable for LookupStream {
     async fn ready(&mut self) {
         if let Self::Pending(lookup) = self {
-            // The join handle itself, not its panicking wrapper: see `settle`.
-            let outcome = (&mut **lookup).await;
-            *self = Self::Ready(settle(outcome));
+            let outcome = lookup.as_mut().await;
+            *self = Self::Ready(outcome.map(Vec::into_iter));
         }
-    }
-}
-
-/// A finished lookup's answers. A lookup task that panicked or was cancelled is a
-/// host fault, not the guest's: the guest gets a resolver failure, not a trap.
-fn settle(
-    outcome: Result<Result<Vec<IpAddr>, ErrorCode>, tokio::task::JoinError>,
-) -> Result<std::vec::IntoIter<IpAddr>, ErrorCode> {
-    match outcome {
-        Ok(answers) => answers.map(Vec::into_iter),
-        Err(_) => Err(ErrorCode::PermanentResolverFailure),
     }
 }
 
@@ -120,7 +110,7 @@ impl Host for LookupView<'_> {
             Lookup::Literal(ip) => LookupStream::Ready(Ok(vec![ip].into_iter())),
             Lookup::Resolve(granted) => {
                 let policy = self.policy.clone();
-                LookupStream::Pending(spawn(async move {
+                LookupStream::Pending(Box::pin(async move {
                     let answers = policy.answers_for(&granted).await;
                     if answers.is_empty() {
                         Err(ErrorCode::NameUnresolvable)
@@ -176,9 +166,9 @@ impl HostResolveAddressStream for LookupView<'_> {
         if let LookupStream::Pending(lookup) = stream {
             // Non-blocking, as the interface asks: the guest waits with `subscribe`.
             let mut cx = Context::from_waker(Waker::noop());
-            match std::pin::Pin::new(&mut **lookup).poll(&mut cx) {
+            match lookup.as_mut().poll(&mut cx) {
                 Poll::Pending => return Err(ErrorCode::WouldBlock.into()),
-                Poll::Ready(outcome) => *stream = LookupStream::Ready(settle(outcome)),
+                Poll::Ready(outcome) => *stream = LookupStream::Ready(outcome.map(Vec::into_iter)),
             }
         }
         match stream {

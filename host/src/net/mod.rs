@@ -13,7 +13,13 @@
 //! A name is resolved at most once per call, on the host, and the answer is kept for the
 //! rest of the call: what the guest learns by DNS, what its sockets may connect to and
 //! where its HTTP requests go all come from that one answer, so a DNS server cannot
-//! rebind a name to another address between the check and the connection.
+//! rebind a name to another address between the check and the connection. Uses of a
+//! name at the same time share its one lookup; a call has at most
+//! [`MAX_LOOKUPS_PER_CALL`] lookups running, the process [`MAX_LOOKUPS`], each on a
+//! thread of its own rather than on the blocking pool file I/O uses.
+//!
+//! Raw TCP (wasi:sockets) reaches only grants with `tcp = true`; every grant reaches
+//! HTTP(S) through wasi:http, where a read-only call sends GET, HEAD and OPTIONS only.
 
 mod addr;
 mod dns;
@@ -22,6 +28,10 @@ mod outgoing;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt as _;
+use futures::future::{BoxFuture, Shared};
 
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::sockets::SocketAddrUse;
@@ -66,14 +76,15 @@ impl NetState {
 }
 
 /// Configures sockets for `grants`; none: no network at all (the builder's deny-all
-/// settings stay as they are).
+/// settings stay as they are). Raw TCP is switched on only when a grant opts in to it
+/// (`tcp = true`): every other grant is HTTP(S) only, through wasi:http.
 pub(crate) fn configure(
     wasi: &mut WasiCtxBuilder,
     grants: &[NetGrant],
     access: NetAccess,
 ) -> NetState {
     let state = NetState::new(Policy::new(grants, access));
-    if !grants.is_empty() {
+    if grants.iter().any(|g| g.tcp) {
         let policy = state.policy.clone();
         // wasmtime-wasi's own name lookup stays off: `dns` replaces it, and with the
         // flag off even a linker mistake could not reach an unchecked resolver.
@@ -96,11 +107,25 @@ pub(crate) fn add_to_linker(
 }
 
 /// Resolves one name to its addresses, blocking: the system resolver, or a fake one
-/// in tests.
+/// in tests. It runs on a thread of its own, never on tokio's blocking pool (which
+/// every call's file I/O uses).
 pub(crate) type Resolver = Arc<dyn Fn(&str) -> std::io::Result<Vec<IpAddr>> + Send + Sync>;
 
-/// The most lookups one call has in flight at once.
+/// The most lookups one call has running at once. Identical lookups are shared, so
+/// this counts distinct granted names.
 const MAX_LOOKUPS_PER_CALL: usize = 4;
+
+/// The most lookups running at once in the whole process. A lookup still running when
+/// its call ends cannot be stopped (the system resolver blocks); it keeps its place
+/// here until the resolver gives up, so finished calls cannot pile lookups up.
+const MAX_LOOKUPS: usize = 16;
+
+/// Places for running lookups, process-wide.
+static LOOKUPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_LOOKUPS);
+
+/// How long a failed lookup stands before a new use of the name may try again: a
+/// guest that loops on a name that does not resolve starts one lookup a second.
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
 
 /// The system resolver (getaddrinfo).
 fn system_resolver() -> Resolver {
@@ -110,13 +135,25 @@ fn system_resolver() -> Resolver {
     })
 }
 
+/// What a lookup found: addresses (canonical, unfiltered), or a failure and when.
+#[derive(Clone, Debug)]
+enum Resolved {
+    Found(Arc<[IpAddr]>),
+    Failed(Instant),
+}
+
+/// One name's lookup, shared by every use of the name in the call.
+type Lookup = Shared<BoxFuture<'static, Resolved>>;
+
 /// One call's network grants, and the names resolved for it so far.
 pub(crate) struct Policy {
     grants: Vec<NetGrant>,
     /// What the call may do with them.
     access: NetAccess,
-    /// Granted name (lowercase, as granted) → its addresses, canonical, unfiltered.
-    resolved: Mutex<HashMap<String, Vec<IpAddr>>>,
+    /// Granted name (lowercase, as granted) → its lookup, running or done.
+    resolved: Mutex<HashMap<String, Lookup>>,
+    /// This call's places for running lookups.
+    lookups: Arc<tokio::sync::Semaphore>,
     resolver: Resolver,
 }
 
@@ -125,11 +162,16 @@ impl Policy {
         Self::with_resolver(grants, access, system_resolver())
     }
 
-    pub(crate) fn with_resolver(grants: &[NetGrant], access: NetAccess, resolver: Resolver) -> Self {
+    pub(crate) fn with_resolver(
+        grants: &[NetGrant],
+        access: NetAccess,
+        resolver: Resolver,
+    ) -> Self {
         Self {
             grants: grants.to_vec(),
             access,
             resolved: Mutex::default(),
+            lookups: Arc::new(tokio::sync::Semaphore::new(MAX_LOOKUPS_PER_CALL)),
             resolver,
         }
     }
@@ -140,16 +182,16 @@ impl Policy {
     }
 
     /// Whether a guest socket may be used for `usage` with `addr`. Connecting needs a
-    /// granted address; the one bind allowed is the implicit one wasmtime-wasi checks
-    /// before a connect (the unspecified address, port 0); listening, accepting and
-    /// UDP are refused.
+    /// grant with `tcp = true` for the address; the one bind allowed is the implicit
+    /// one wasmtime-wasi checks before a connect (the unspecified address, port 0);
+    /// listening, accepting and UDP are refused.
     pub(crate) async fn may_use_socket(&self, addr: SocketAddr, usage: SocketAddrUse) -> bool {
         match usage {
             SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
             SocketAddrUse::TcpConnect => {
-                let allowed = self.may_connect(addr).await;
+                let allowed = self.reachable(addr, true).await;
                 if !allowed {
-                    tracing::debug!(%addr, "connection refused: not granted");
+                    tracing::debug!(%addr, "connection refused: no grant with tcp = true");
                 }
                 allowed
             }
@@ -157,32 +199,37 @@ impl Policy {
         }
     }
 
-    /// Whether `addr` may be connected to: granted literally, or a public address of
-    /// a name granted with this port.
+    /// Whether the host may connect to `addr` for an HTTP request: granted literally,
+    /// or a public address of a name granted with this port.
     pub(crate) async fn may_connect(&self, addr: SocketAddr) -> bool {
+        self.reachable(addr, false).await
+    }
+
+    /// Whether `addr` is granted literally, or is a public address of a name granted
+    /// with its port; for a raw socket (`raw`), by a grant with `tcp = true`.
+    async fn reachable(&self, addr: SocketAddr, raw: bool) -> bool {
         let addr = canonical(addr);
-        if self.granted_literally(addr) {
-            return true;
+        let grants = self
+            .grants
+            .iter()
+            .filter(|g| g.port == addr.port() && (g.tcp || !raw));
+        let mut names = Vec::new();
+        for grant in grants {
+            match &grant.host {
+                Host::Ip(ip) if ip.to_canonical() == addr.ip() => return true,
+                Host::Name(name) => names.push(name),
+                Host::Ip(_) => {}
+            }
         }
         if !is_public(addr.ip()) {
             return false;
         }
-        for grant in self.grants.iter().filter(|g| g.port == addr.port()) {
-            if let Host::Name(name) = &grant.host
-                && self.addresses_of(name).await.contains(&addr.ip())
-            {
+        for name in names {
+            if self.addresses_of(name).await.contains(&addr.ip()) {
                 return true;
             }
         }
         false
-    }
-
-    /// Whether `addr` is granted by a literal IP grant.
-    fn granted_literally(&self, addr: SocketAddr) -> bool {
-        self.grants.iter().any(|g| {
-            g.port == addr.port()
-                && matches!(g.host, Host::Ip(ip) if ip.to_canonical() == addr.ip())
-        })
     }
 
     /// Whether `ip` is granted literally with any port.
@@ -210,36 +257,70 @@ impl Policy {
         answers
     }
 
-    /// Every address of a granted name, resolved on the host once per call. A failed
-    /// lookup is not kept, so a later use may try again; it yields no address.
+    /// Every address of a granted name, resolved on the host once per call: every use
+    /// of the name, at once or later, shares one lookup and sees the same answer. A
+    /// failed lookup yields no address; a use after [`RETRY_FAILED_AFTER`] tries again.
     async fn addresses_of(&self, granted: &str) -> Vec<IpAddr> {
-        let cached = self
-            .resolved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(granted)
-            .cloned();
-        if let Some(addresses) = cached {
-            return addresses;
-        }
-        let resolver = self.resolver.clone();
-        let name = granted.to_owned();
-        let lookup = tokio::task::spawn_blocking(move || resolver(&name));
-        let looked_up = match lookup.await.unwrap_or_else(|e| Err(std::io::Error::other(e))) {
-            Ok(addrs) => addrs.into_iter().map(|a| a.to_canonical()).collect::<Vec<_>>(),
-            Err(error) => {
-                tracing::debug!(name = granted, %error, "granted name does not resolve");
-                return Vec::new();
+        let lookup = {
+            let mut resolved = self.resolved.lock().unwrap_or_else(PoisonError::into_inner);
+            let stale = |lookup: &Lookup| matches!(lookup.peek(), Some(Resolved::Failed(at)) if at.elapsed() >= RETRY_FAILED_AFTER);
+            match resolved.get(granted) {
+                Some(lookup) if !stale(lookup) => lookup.clone(),
+                _ => {
+                    let lookup = self.start_lookup(granted);
+                    resolved.insert(granted.to_owned(), lookup.clone());
+                    lookup
+                }
             }
         };
-        // Two lookups may race; the first answer kept wins, so every user of the name
-        // in this call sees the same addresses.
-        self.resolved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(granted.to_owned())
-            .or_insert(looked_up)
-            .clone()
+        match lookup.await {
+            Resolved::Found(addresses) => addresses.to_vec(),
+            Resolved::Failed(_) => Vec::new(),
+        }
+    }
+
+    /// A lookup of `name`, started when first awaited: it waits for a place among
+    /// the call's lookups and the process's, then resolves on a thread of its own. A
+    /// lookup still waiting when its call ends never starts.
+    fn start_lookup(&self, name: &str) -> Lookup {
+        let name = name.to_owned();
+        let resolver = self.resolver.clone();
+        let per_call = self.lookups.clone();
+        async move {
+            let failed = || Resolved::Failed(Instant::now());
+            let (Ok(call_place), Ok(process_place)) =
+                (per_call.acquire_owned().await, LOOKUPS.acquire().await)
+            else {
+                return failed();
+            };
+            let (send, answer) = tokio::sync::oneshot::channel();
+            let thread = std::thread::Builder::new()
+                .name("piton-dns".to_owned())
+                .spawn({
+                    let name = name.clone();
+                    move || {
+                        let _places = (call_place, process_place);
+                        let _ = send.send(resolver(&name));
+                    }
+                });
+            if let Err(error) = thread {
+                tracing::warn!(%error, "cannot start a thread for a name lookup");
+                return failed();
+            }
+            match answer.await {
+                Ok(Ok(addresses)) => {
+                    Resolved::Found(addresses.into_iter().map(|ip| ip.to_canonical()).collect())
+                }
+                Ok(Err(error)) => {
+                    tracing::debug!(name, %error, "granted name does not resolve");
+                    failed()
+                }
+                // The resolver panicked: a host fault, seen by the guest as no answer.
+                Err(_) => failed(),
+            }
+        }
+        .boxed()
+        .shared()
     }
 }
 
@@ -332,7 +413,9 @@ mod tests {
     /// A resolver that knows one public name, and counts its lookups.
     fn one_public_name() -> Resolver {
         Arc::new(|name| match name {
-            "api.example.com" => Ok(vec!["93.184.215.14".parse().map_err(std::io::Error::other)?]),
+            "api.example.com" => Ok(vec![
+                "93.184.215.14".parse().map_err(std::io::Error::other)?,
+            ]),
             _ => Err(std::io::Error::other("no such name")),
         })
     }
@@ -346,23 +429,40 @@ mod tests {
         let literal = || grant(ip("127.0.0.1"), 5432);
         for access in [NetAccess::ReadOnly, NetAccess::Full] {
             // HTTP only: the address may be reached, by the host's own requests.
-            let http_only =
-                Policy::with_resolver(&[name(), literal()], access, one_public_name());
+            let http_only = Policy::with_resolver(&[name(), literal()], access, one_public_name());
             assert!(http_only.may_connect(public).await);
-            assert!(!http_only.may_use_socket(public, TcpConnect).await, "{access:?}");
-            assert!(!http_only.may_use_socket(loopback, TcpConnect).await, "{access:?}");
+            assert!(
+                !http_only.may_use_socket(public, TcpConnect).await,
+                "{access:?}"
+            );
+            assert!(
+                !http_only.may_use_socket(loopback, TcpConnect).await,
+                "{access:?}"
+            );
             // Opted in.
             let tcp = |g: NetGrant| NetGrant { tcp: true, ..g };
             let opted_in =
                 Policy::with_resolver(&[tcp(name()), tcp(literal())], access, one_public_name());
-            assert!(opted_in.may_use_socket(public, TcpConnect).await, "{access:?}");
-            assert!(opted_in.may_use_socket(loopback, TcpConnect).await, "{access:?}");
-            assert!(!opted_in.may_use_socket("93.184.215.15:5432".parse().unwrap(), TcpConnect).await);
+            assert!(
+                opted_in.may_use_socket(public, TcpConnect).await,
+                "{access:?}"
+            );
+            assert!(
+                opted_in.may_use_socket(loopback, TcpConnect).await,
+                "{access:?}"
+            );
+            assert!(
+                !opted_in
+                    .may_use_socket("93.184.215.15:5432".parse().unwrap(), TcpConnect)
+                    .await
+            );
         }
     }
 
     /// A resolver that takes `delay` to fail, and counts lookups and the most in flight.
-    fn slow_failing(delay: std::time::Duration) -> (Resolver, Arc<[std::sync::atomic::AtomicUsize; 3]>) {
+    fn slow_failing(
+        delay: std::time::Duration,
+    ) -> (Resolver, Arc<[std::sync::atomic::AtomicUsize; 3]>) {
         use std::sync::atomic::Ordering::SeqCst;
         let counts: Arc<[std::sync::atomic::AtomicUsize; 3]> = Arc::default();
         let resolver: Resolver = Arc::new({
@@ -395,7 +495,8 @@ mod tests {
         for _ in 0..20 {
             for i in 0..10 {
                 let policy = policy.clone();
-                lookups.spawn(async move { policy.addresses_of(&format!("n{i}.example.com")).await });
+                lookups
+                    .spawn(async move { policy.addresses_of(&format!("n{i}.example.com")).await });
             }
         }
         while let Some(answer) = lookups.join_next().await {

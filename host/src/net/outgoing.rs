@@ -5,13 +5,23 @@
 //!
 //! The grant's secret headers are added here, to the host's copy of the request,
 //! after wasmtime-wasi-http has taken the guest's request out of its resource table:
-//! nothing the guest holds ever contains them.
+//! nothing the guest holds ever contains them. They go over TLS only (or in clear to
+//! a loopback address granted literally, for local testing); a plain-http request to
+//! a grant with headers is refused rather than sent without them.
+//!
+//! Methods: TRACE, TRACK and CONNECT are never sent (TRACE and TRACK echo the request,
+//! secret headers included, back into the body the guest reads; CONNECT would tunnel
+//! past these checks); a read-only call sends only GET, HEAD and OPTIONS.
+//!
+//! The `Host` header is built here from the checked host and port, never from the
+//! guest's authority (which may carry a `user@` part).
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use http::Method;
 use http::header::{HeaderName, HeaderValue};
 use http_body_util::BodyExt;
 use tokio::net::TcpStream;
@@ -21,8 +31,9 @@ use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
 
+use super::addr::{AddrClass, classify};
 use super::{Policy, same_name};
-use crate::grants::{Host, NetGrant};
+use crate::grants::{Host, NetAccess, NetGrant};
 use crate::wasm::Sandbox;
 
 /// Waits longer than these only when the guest's request options ask for it; the
@@ -68,6 +79,11 @@ impl WasiHttpHooks for Hooks {
         let policy = self.policy.clone();
         Box::new(async move { send(&policy, request, options).await })
     }
+
+    /// `send` sets `Host` itself, from the checked authority.
+    fn set_host_header(&mut self) -> bool {
+        false
+    }
 }
 
 /// Where a checked request goes.
@@ -78,6 +94,8 @@ struct Target {
     server_name: ServerName<'static>,
     /// The headers to add, from every grant that matches.
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// The `Host` header: the granted host, and the port unless it is the scheme's.
+    host: HeaderValue,
 }
 
 async fn send(
@@ -93,15 +111,22 @@ async fn send(
     };
     let host = uri.host().ok_or(Error::HttpRequestUriInvalid)?;
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-    let target = match target(policy, host, port, tls).await {
+    let checked = match method_allowed(policy.access, request.method()) {
+        Ok(()) => target(policy, host, port, tls).await,
+        Err(reason) => Err(reason),
+    };
+    let target = match checked {
         Ok(target) => target,
         Err(reason) => {
-            tracing::debug!(host, port, reason, "HTTP request denied");
+            // Debug-quoted: the method is the guest's.
+            let method = request.method().as_str();
+            tracing::debug!(host, port, method = ?method, reason, "HTTP request denied");
             return Err(Error::HttpRequestDenied);
         }
     };
 
     let headers = request.headers_mut();
+    headers.insert(http::header::HOST, target.host);
     // The host's values replace whatever the guest set under these names.
     for (name, _) in &target.headers {
         headers.remove(name);
@@ -157,14 +182,26 @@ async fn send(
 trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
 
-/// Where a request for `host:port` may go, or why it may not go anywhere.
-async fn target(
-    policy: &Policy,
-    host: &str,
-    port: u16,
-    tls: bool,
-) -> Result<Target, &'static str> {
-    let _ = tls;
+/// Whether a call with `access` may send `method`. HTTP methods are case-sensitive,
+/// but a server might not be: the ones never sent are refused in any case.
+fn method_allowed(access: NetAccess, method: &Method) -> Result<(), &'static str> {
+    if ["TRACE", "TRACK", "CONNECT"]
+        .iter()
+        .any(|never| method.as_str().eq_ignore_ascii_case(never))
+    {
+        return Err("TRACE, TRACK and CONNECT are never sent");
+    }
+    match access {
+        NetAccess::ReadOnly if ![Method::GET, Method::HEAD, Method::OPTIONS].contains(method) => {
+            Err("a read-only call sends GET, HEAD and OPTIONS only")
+        }
+        NetAccess::ReadOnly | NetAccess::Full => Ok(()),
+    }
+}
+
+/// Where a request for `host:port` may go, or why it may not go anywhere; `tls` says
+/// whether it goes over TLS.
+async fn target(policy: &Policy, host: &str, port: u16, tls: bool) -> Result<Target, &'static str> {
     if policy.is_empty() {
         return Err("no network is granted to this call");
     }
@@ -172,7 +209,8 @@ async fn target(
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
-    let (addrs, server_name, grants): (Vec<SocketAddr>, _, Vec<&NetGrant>) =
+    // The host part of `Host`, and whether it is a loopback address granted literally.
+    let (addrs, server_name, grants, host, loopback): (Vec<SocketAddr>, _, Vec<&NetGrant>, _, _) =
         if let Ok(ip) = bare.parse::<IpAddr>() {
             let addr = SocketAddr::new(ip.to_canonical(), port);
             let grants = matching(
@@ -180,7 +218,18 @@ async fn target(
                 port,
                 |h| matches!(h, Host::Ip(g) if g.to_canonical() == addr.ip()),
             );
-            (vec![addr], ServerName::IpAddress(ip.into()), grants)
+            let host = match addr.ip() {
+                IpAddr::V4(v4) => v4.to_string(),
+                IpAddr::V6(v6) => format!("[{v6}]"),
+            };
+            let loopback = classify(addr.ip()) == AddrClass::Loopback;
+            (
+                vec![addr],
+                ServerName::IpAddress(ip.into()),
+                grants,
+                host,
+                loopback,
+            )
         } else {
             let granted = policy.granted_name(bare).ok_or("the host is not granted")?;
             let grants = matching(
@@ -200,7 +249,7 @@ async fn target(
             }
             let server_name = ServerName::try_from(granted.to_owned())
                 .map_err(|_| "the granted name is not a valid TLS server name")?;
-            (addrs, server_name, grants)
+            (addrs, server_name, grants, granted.to_owned(), false)
         };
     if grants.is_empty() {
         return Err("the address is not granted on this port");
@@ -218,10 +267,24 @@ async fn target(
         value.set_sensitive(true);
         headers.push((name, value));
     }
+    if !headers.is_empty() && !tls && !loopback {
+        return Err(
+            "the grant adds secret headers, which go over TLS only (in clear only to a \
+             loopback address granted literally): use https",
+        );
+    }
+    let default_port = if tls { 443 } else { 80 };
+    let host = if port == default_port {
+        host
+    } else {
+        format!("{host}:{port}")
+    };
+    let host = HeaderValue::from_str(&host).map_err(|_| "the granted host is not a valid Host")?;
     Ok(Target {
         addrs,
         server_name,
         headers,
+        host,
     })
 }
 
@@ -271,7 +334,7 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grants::{NetAccess, Secret};
+    use crate::grants::Secret;
 
     fn policy() -> Policy {
         Policy::full(&[
@@ -308,9 +371,16 @@ mod tests {
             ("localhost", 9090),
             ("LOCALHOST.", 9090),
         ] {
-            assert!(target(&policy, host, port, false).await.is_err(), "{host}:{port}");
+            assert!(
+                target(&policy, host, port, false).await.is_err(),
+                "{host}:{port}"
+            );
         }
-        assert!(target(&Policy::full(&[]), "127.0.0.1", 8080, true).await.is_err());
+        assert!(
+            target(&Policy::full(&[]), "127.0.0.1", 8080, true)
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test]
@@ -322,7 +392,8 @@ mod tests {
             headers: secret(),
             tcp: false,
         };
-        let resolver: super::super::Resolver = Arc::new(|_| Ok(vec![IpAddr::from([93, 184, 215, 14])]));
+        let resolver: super::super::Resolver =
+            Arc::new(|_| Ok(vec![IpAddr::from([93, 184, 215, 14])]));
         let policy = Policy::with_resolver(
             &[
                 grant(Host::Name("api.example.com".into())),
@@ -335,14 +406,23 @@ mod tests {
             resolver,
         );
         // Over TLS: sent, wherever the grant leads.
-        for host in ["api.example.com", "93.184.215.14", "10.0.0.7", "127.0.0.1", "[::1]"] {
+        for host in [
+            "api.example.com",
+            "93.184.215.14",
+            "10.0.0.7",
+            "127.0.0.1",
+            "[::1]",
+        ] {
             let target = target(&policy, host, 80, true).await.unwrap();
             assert_eq!(target.headers.len(), 1, "{host}");
         }
         // In clear: refused, unless the grant is a loopback address.
         for host in ["api.example.com", "93.184.215.14", "10.0.0.7"] {
             let refused = target(&policy, host, 80, false).await.err();
-            assert!(refused.is_some_and(|r| r.contains("TLS")), "{host}: {refused:?}");
+            assert!(
+                refused.is_some_and(|r| r.contains("TLS")),
+                "{host}: {refused:?}"
+            );
         }
         for host in ["127.0.0.1", "[::1]"] {
             let target = target(&policy, host, 80, false).await.unwrap();

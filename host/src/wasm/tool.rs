@@ -419,8 +419,15 @@ impl Tool for WasmTool {
         self.hints
     }
 
+    /// Enforced, unless the tool may open raw TCP connections (a grant with
+    /// `tcp = true`): nothing checks what it sends there, so a read-only call is
+    /// only declared read-only.
     fn hints_trust(&self) -> HintsTrust {
-        HintsTrust::Enforced
+        if self.hints.open_world && self.grants.network.iter().any(|g| g.tcp) {
+            HintsTrust::Declared
+        } else {
+            HintsTrust::Enforced
+        }
     }
 
     fn source(&self) -> ToolSource {

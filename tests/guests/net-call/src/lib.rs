@@ -80,5 +80,8 @@ fn net_call(method: String, url: String, read_only: bool) -> Result<String, Tool
             Err(StreamError::LastOperationFailed(e)) => return Err(failed(e.to_debug_string())),
         }
     }
-    Ok(format!("HTTP {status}\n{}", String::from_utf8_lossy(&bytes)))
+    Ok(format!(
+        "HTTP {status}\n{}",
+        String::from_utf8_lossy(&bytes)
+    ))
 }
