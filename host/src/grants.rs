@@ -8,6 +8,7 @@
 //! | destructive | as granted | as open_world says |
 //! | open_world = false | — | none: no DNS, no sockets, no HTTP |
 //! | open_world = true | — | only the granted host:port pairs |
+//! | any | never "write" on the plugins folder, config files or compile cache ([`crate::protected`]); a mount's folder must be the one loaded; at most `max_write` bytes written | — |
 
 use std::fmt;
 use std::net::IpAddr;
