@@ -106,6 +106,22 @@ fn configure_refuses_a_mount_whose_folder_was_replaced_since_load() {
     assert!(error.to_string().contains("was not opened"), "{error}");
 }
 
+/// The check that counts is on the descriptor handed out: a preopen whose folder is
+/// not the one loaded (as if swapped between the look by path and the open) is never
+/// given to the guest.
+#[cfg(unix)]
+#[test]
+fn get_directories_refuses_a_preopen_that_is_not_the_folder_loaded() {
+    let mut fixture = Fixture::new(FsAccess::ReadOnly);
+    let Some(loaded) = fixture.state.loaded.first_mut() else {
+        panic!("one preopen");
+    };
+    loaded.2 = Some((0, 0));
+    let error = fixture.view().get_directories().unwrap_err();
+    assert!(error.to_string().contains("was replaced"), "{error}");
+    assert!(fixture.state.add_only.is_empty(), "nothing was handed out");
+}
+
 /// One mount of a temporary folder holding `existing.txt` and `sub/inner.txt`.
 struct Fixture {
     dir: tempfile::TempDir,
