@@ -580,6 +580,7 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
                 "timeout": format!("{:?}", w.limits().timeout),
                 "max_output": format_size(w.limits().max_output),
                 "max_log": format_size(w.limits().max_log),
+                "max_write": format_size(w.limits().max_write),
             },
             "on_trap": w.on_trap(),
             "mounts": caps.mounts.iter().map(|(m, access)| json!({
@@ -623,11 +624,12 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
         let l = w.limits();
         writeln!(
             out,
-            "limits:      memory {}, timeout {:?}, output {}, log {}; on trap: {:?}",
+            "limits:      memory {}, timeout {:?}, output {}, log {}, write {}; on trap: {:?}",
             format_size(l.memory),
             l.timeout,
             format_size(l.max_output),
             format_size(l.max_log),
+            format_size(l.max_write),
             w.on_trap()
         )?;
         let caps = w.grants().for_call(tool.hints());

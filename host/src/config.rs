@@ -12,6 +12,7 @@
 //! timeout = "5s"
 //! max_output = "1MiB"
 //! max_log = "64KiB"
+//! max_write = "64MiB"      # bytes written into files through the mounts, per call
 //! on_trap = "error"        # the seed's exception_handler; default "stop"
 //! name = "fetch"           # overrides: name, description, parallel,
 //! read_only = true         # and hints, which can only be made narrower
@@ -123,6 +124,7 @@ struct RawTool {
     timeout: Option<String>,
     max_output: Option<String>,
     max_log: Option<String>,
+    max_write: Option<String>,
     on_trap: Option<OnTrap>,
     name: Option<String>,
     description: Option<String>,
@@ -250,6 +252,7 @@ fn parse_tool(
     size(raw.memory, "memory", &mut limits.memory)?;
     size(raw.max_output, "max_output", &mut limits.max_output)?;
     size(raw.max_log, "max_log", &mut limits.max_log)?;
+    size(raw.max_write, "max_write", &mut limits.max_write)?;
     if let Some(t) = raw.timeout {
         limits.timeout = parse_duration(&t).map_err(|m| (at("timeout"), m))?;
     }
@@ -468,6 +471,7 @@ mod tests {
             timeout = "5s"
             max_output = "1MiB"
             max_log = "4KiB"
+            max_write = "2MiB"
             on_trap = "error"
             name = "fetch"
             description = "Fetch a page"
@@ -497,6 +501,7 @@ mod tests {
         assert_eq!(tool.limits.timeout, std::time::Duration::from_secs(5));
         assert_eq!(tool.limits.max_output, 1 << 20);
         assert_eq!(tool.limits.max_log, 4 << 10);
+        assert_eq!(tool.limits.max_write, 2 << 20);
         assert_eq!(tool.on_trap, OnTrap::Error);
         assert_eq!(tool.name.as_deref(), Some("fetch"));
         assert_eq!(tool.parallel, Some(false));

@@ -40,6 +40,7 @@ pub mod mcp;
 mod net;
 mod parse;
 pub mod plugins;
+pub mod protected;
 mod registry;
 mod schema;
 mod tool;

@@ -14,6 +14,9 @@ pub struct Limits {
     /// The most bytes of stdout and of stderr kept for the log, each. Default 64 KiB;
     /// the rest is counted and dropped.
     pub max_log: u64,
+    /// The most bytes a call may write into files through its mounts (add-only and
+    /// read-write alike). Default 64 MiB; past it the guest gets a `quota` error.
+    pub max_write: u64,
 }
 
 impl Default for Limits {
@@ -23,6 +26,7 @@ impl Default for Limits {
             timeout: Duration::from_secs(10),
             max_output: 16 * MIB,
             max_log: 64 * KIB,
+            max_write: 64 * MIB,
         }
     }
 }
@@ -52,6 +56,7 @@ mod tests {
         assert_eq!(l.timeout, Duration::from_secs(10));
         assert_eq!(l.max_output, 16 * 1024 * 1024);
         assert_eq!(l.max_log, 64 * 1024);
+        assert_eq!(l.max_write, 64 * 1024 * 1024);
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::error::LoadErrorKind;
+use crate::protected::Protected;
 use crate::wasm::{WasmRuntime, WasmTool};
 use crate::{LoadError, Registry, Tool as _, ToolSource};
 
@@ -68,10 +69,45 @@ pub struct FolderError {
     pub source: std::io::Error,
 }
 
+/// What a load from `at` with `config` on `runtime` protects (see [`Protected`]):
+/// the plugins folder (with the bundled examples, `./plugins`, which a later start
+/// would load), every config file on the lookup path whether it exists or not
+/// (`config`'s own file, `$PITON_CONFIG`, `piton.toml` in the plugins folder,
+/// `./piton.toml`), and the compile cache (the runtime's and the default one).
+pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Protected {
+    let mut protected = Protected::new();
+    match at {
+        PluginsAt::Folder(folder) => {
+            protected.add("the plugins folder", folder);
+            protected.add("the config file", &folder.join("piton.toml"));
+        }
+        PluginsAt::Bundled => protected.add("the plugins folder", Path::new("plugins")),
+    }
+    let files = config
+        .file
+        .clone()
+        .into_iter()
+        .chain(crate::env_path("PITON_CONFIG"))
+        .chain([PathBuf::from("piton.toml")]);
+    for file in files {
+        protected.add("the config file", &file);
+    }
+    let caches = runtime
+        .cache_dir()
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(crate::wasm::RuntimeConfig::default_cache_dir());
+    for cache in caches {
+        protected.add("the compile cache", &cache);
+    }
+    protected
+}
+
 /// Loads every plugin of `at` and applies `config` to the tools it names. A plugin
 /// that fails (or whose piton.toml section cannot apply) is reported in
 /// [`Loaded::errors`] and the others still load; two tools with one name keep the
-/// first (by file name) and report the second, naming both.
+/// first (by file name) and report the second, naming both. A tool granted "write"
+/// on a place piton loads or trusts ([`protected`]) is not loaded.
 pub async fn load(
     runtime: &WasmRuntime,
     at: &PluginsAt,
@@ -92,6 +128,7 @@ pub async fn load(
             .await
         }
     };
+    let protected = protected(at, config, runtime);
     let mut loaded = Loaded::default();
     let mut used = std::collections::BTreeSet::new();
     for load in loads {
@@ -99,13 +136,16 @@ pub async fn load(
             .and_then(|mut tool| {
                 if let Some(settings) = config.tools.get(&tool.spec().name) {
                     used.insert(tool.spec().name.clone());
-                    settings.apply_to(&mut tool).map_err(|message| LoadError {
-                        plugin: tool.source(),
+                    let name = tool.spec().name.clone();
+                    let source = tool.source();
+                    let invalid = |message: String| LoadError {
+                        plugin: source.clone(),
                         kind: LoadErrorKind::Invalid(format!(
-                            "piton.toml [tools.{}]: {message}",
-                            tool.spec().name
+                            "piton.toml [tools.{name}]: {message}"
                         )),
-                    })?;
+                    };
+                    settings.apply_to(&mut tool).map_err(invalid)?;
+                    protected.check(tool.grants()).map_err(invalid)?;
                 }
                 Ok(tool)
             })

@@ -361,3 +361,119 @@ async fn with_no_grant_a_tool_sees_no_files() {
         }
     }
 }
+
+/// `host` granted for reading, seen by the guest as `guest`.
+fn mount(host: &Path, guest: &str, mode: MountMode) -> Mount {
+    Mount {
+        host: host.canonicalize().expect("test folder"),
+        guest: guest.into(),
+        mode,
+    }
+}
+
+/// Two tools: W may write `root/w` (as `/w`), R may read `root/w/sub` (as `/sub`).
+/// W replaces `sub` by a link to `..` (`root`, which holds `outside.txt`); R's next
+/// call must not see `root` through its mount.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_nested_mount_swapped_for_a_symlink_does_not_lead_outside() {
+    let root = tempfile::tempdir().expect("test folder");
+    std::fs::write(root.path().join("outside.txt"), "secret outside").expect("test folder");
+    let w = root.path().join("w");
+    std::fs::create_dir_all(w.join("sub")).expect("test folder");
+    std::fs::write(w.join("sub/inner.txt"), "inner").expect("test folder");
+
+    let mut writer = load(guests::HOSTILE_FS_WRITE).await;
+    writer.set_grants(Grants {
+        mounts: vec![mount(&w, "/w", MountMode::Write)],
+        ..Default::default()
+    });
+    let mut reader = load(plugins::READ_FILE).await;
+    reader.set_grants(Grants {
+        mounts: vec![mount(&w.join("sub"), "/sub", MountMode::Read)],
+        ..Default::default()
+    });
+    let mut registry = Registry::new();
+    registry.add(writer).expect("one name");
+    registry.add(reader).expect("another name");
+
+    let sub = w.join("sub").canonicalize().expect("test folder");
+    let read = json!({"path": "/sub/inner.txt"});
+    assert_eq!(
+        call_ok(&registry, "read_file", read.clone()).await,
+        ["inner"]
+    );
+    let swap = json!({"mode": "write", "op": "swap", "path": "/w/sub", "target": ".."});
+    assert_eq!(call_ok(&registry, "fs_write", swap).await, ["ok"]);
+    assert!(
+        std::fs::symlink_metadata(w.join("sub"))
+            .expect("the link")
+            .is_symlink()
+    );
+
+    let outside = json!({"path": "/sub/outside.txt"});
+    let result = registry.call("read_file", outside).await;
+    let shown = format!("{result:?}");
+    assert!(
+        !shown.contains("secret"),
+        "R read outside its mount: {shown}"
+    );
+    let Err(error) = result else {
+        panic!("the call must fail, not read elsewhere: {shown}");
+    };
+    let message = error.to_string();
+    assert!(message.contains(&sub.display().to_string()), "{message}");
+    assert!(message.contains("was replaced"), "{message}");
+    // The call failed, not the host.
+    assert_host_alive().await;
+}
+
+/// Writes `size` bytes into a fresh add-only mount with `how`; the report and the
+/// size of the file made.
+async fn fill(how: &str, size: u64, limits: Limits) -> (String, u64) {
+    let dir = tempfile::tempdir().expect("test folder");
+    let mut tool = load(guests::HOSTILE_FS_WRITE).await;
+    tool.set_grants(write_grant(dir.path()));
+    tool.set_limits(limits);
+    let mut registry = Registry::new();
+    registry.add(tool).expect("one tool");
+    let args = json!({"mode": "add", "op": "fill", "path": "/data/big", "size": size, "how": how});
+    let report = call_ok(&registry, "fs_write", args).await.join("\n");
+    let len = std::fs::metadata(dir.path().join("big"))
+        .expect("the file was made")
+        .len();
+    (report, len)
+}
+
+#[tokio::test]
+async fn add_only_writes_stop_at_max_write() {
+    // The default, 64 MiB, with descriptor.write.
+    let limit: u64 = 64 << 20;
+    let (report, len) = fill("write", limit + (64 << 10), Limits::default()).await;
+    assert_eq!(len, limit, "{report}");
+    assert!(
+        report.starts_with(&format!("error after {limit}: quota")),
+        "{report}"
+    );
+    // A limit set per tool, with every way of writing.
+    let limit: u64 = 100_000;
+    let limits = Limits {
+        max_write: limit,
+        ..Limits::default()
+    };
+    for how in ["write", "stream", "append", "std"] {
+        let (report, len) = fill(how, 3 * limit, limits).await;
+        assert!(len <= limit, "{how}: {len} bytes: {report}");
+        assert!(report.starts_with("error after"), "{how}: {report}");
+        // wasi-libc (under std) reports any stream error as EIO.
+        if how != "std" {
+            assert!(report.contains(": quota"), "{how}: {report}");
+        }
+    }
+    // Within the limit, writing works.
+    let (report, len) = fill("stream", limit, limits).await;
+    assert_eq!(
+        (report.as_str(), len),
+        (format!("ok {limit}").as_str(), limit)
+    );
+}

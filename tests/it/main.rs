@@ -8,6 +8,7 @@ mod loading;
 mod mcp;
 mod net;
 mod peers;
+mod protected;
 mod registry;
 mod support;
 mod upstream;

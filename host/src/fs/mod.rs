@@ -21,8 +21,12 @@
 //! "Created by this call" is the identity (wasmtime-wasi's metadata hash of device
 //! and inode) of every file made by an add-only `open-at` with `create`; a descriptor
 //! is add-only when it is an add-only preopen or was opened beneath one.
+//!
+//! In every mode, a mount's folder must still be the one loaded ([`pin`]), and the
+//! bytes a call writes are bounded by `max_write` ([`quota`]).
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use wasmtime::component::{HasData, Linker};
 use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
@@ -32,7 +36,11 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use crate::grants::{FsAccess, Mount};
 use crate::wasm::{Sandbox, SandboxError};
 
+mod pin;
+mod quota;
 mod view;
+
+pub(crate) use pin::Pins;
 
 #[cfg(test)]
 mod tests;
@@ -62,6 +70,11 @@ pub(crate) struct FsState {
     add_only: HashMap<u32, Node>,
     /// The files created in add-only mounts during this call.
     created: HashSet<Identity>,
+    /// For each preopen, in the same order: its host folder, guest path and the
+    /// identity its folder had at load, checked on the descriptor handed out.
+    loaded: Vec<(PathBuf, String, Option<Identity>)>,
+    /// What the call may still write.
+    quota: quota::Quota,
 }
 
 impl FsState {
@@ -103,23 +116,56 @@ impl FsState {
     fn was_created(&self, identity: Identity) -> bool {
         self.created.contains(&identity)
     }
+
+    /// Checks that preopen `index`, opened as `dir`, is the folder loaded: the
+    /// check on the very descriptor the guest gets, so nothing can swap the folder
+    /// between the check and the use.
+    fn check_preopen(&self, index: usize, dir: &std::fs::File) -> Result<(), String> {
+        let Some((host, guest, Some(loaded))) = self.loaded.get(index) else {
+            return Ok(());
+        };
+        let now = dir
+            .metadata()
+            .map_err(|e| format!("cannot read {}: {e}", host.display()))?;
+        if pin::identity_of(&now) != Some(*loaded) {
+            return Err(pin::replaced(host, guest));
+        }
+        Ok(())
+    }
 }
 
-/// Preopens each mount with the access the call has.
+/// Preopens each mount with the access the call has, once its folder is found to
+/// be the one `pins` holds since load, and bounds the bytes written to `max_write`.
 pub(crate) fn configure(
     wasi: &mut WasiCtxBuilder,
     mounts: &[(Mount, FsAccess)],
+    pins: &Pins,
+    max_write: u64,
 ) -> Result<FsState, SandboxError> {
-    let mut state = FsState::default();
+    let mut state = FsState {
+        quota: quota::Quota::new(max_write),
+        ..FsState::default()
+    };
     for (mount, access) in mounts {
         let perms = match access {
             FsAccess::ReadOnly => FsPerms::ReadOnly,
             // Add-only is read-write below, narrowed by `view::FsView` above.
             FsAccess::AddOnly | FsAccess::ReadWrite => FsPerms::ReadWrite,
         };
+        let loaded = pins.identity(&mount.host).map_err(SandboxError)?;
+        // A first look by path, for a clear error before the guest runs; the check
+        // that counts is on the opened descriptor (`check_preopen`).
+        let now = std::fs::metadata(&mount.host)
+            .map_err(|e| SandboxError(format!("cannot open {}: {e}", mount.host.display())))?;
+        if loaded.is_some() && pin::identity_of(&now) != loaded {
+            return Err(SandboxError(pin::replaced(&mount.host, &mount.guest)));
+        }
         wasi.preopened_dir(&mount.host, &mount.guest, perms)
             .map_err(|e| SandboxError(format!("cannot open {}: {e}", mount.host.display())))?;
         state.preopens.push(*access == FsAccess::AddOnly);
+        state
+            .loaded
+            .push((mount.host.clone(), mount.guest.clone(), loaded));
     }
     Ok(state)
 }

@@ -59,7 +59,8 @@ fn configure_records_which_mounts_are_add_only() {
         (mount("/a"), FsAccess::AddOnly),
         (mount("/w"), FsAccess::ReadWrite),
     ];
-    let state = configure(&mut WasiCtxBuilder::new(), &mounts).unwrap();
+    let pins = Pins::new([dir.path()]);
+    let state = configure(&mut WasiCtxBuilder::new(), &mounts, &pins, u64::MAX).unwrap();
     assert_eq!(state.preopens, [false, true, false]);
 
     let missing = [(
@@ -69,8 +70,56 @@ fn configure_records_which_mounts_are_add_only() {
         },
         FsAccess::AddOnly,
     )];
-    let error = configure(&mut WasiCtxBuilder::new(), &missing).unwrap_err();
+    let pins = Pins::new([missing[0].0.host.as_path()]);
+    let error = configure(&mut WasiCtxBuilder::new(), &missing, &pins, u64::MAX).unwrap_err();
     assert!(error.to_string().contains("missing"), "{error}");
+}
+
+#[cfg(unix)]
+#[test]
+fn configure_refuses_a_mount_whose_folder_was_replaced_since_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let pins = Pins::new([sub.as_path()]);
+    let mounts = [(
+        Mount {
+            host: sub.clone(),
+            guest: "/sub".into(),
+            mode: MountMode::Read,
+        },
+        FsAccess::ReadOnly,
+    )];
+    assert!(configure(&mut WasiCtxBuilder::new(), &mounts, &pins, u64::MAX).is_ok());
+    std::fs::rename(&sub, dir.path().join("old")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), &sub).unwrap();
+    let error = configure(&mut WasiCtxBuilder::new(), &mounts, &pins, u64::MAX).unwrap_err();
+    assert!(error.to_string().contains("was replaced"), "{error}");
+    // A mount never pinned is refused too.
+    let error = configure(
+        &mut WasiCtxBuilder::new(),
+        &mounts,
+        &Pins::default(),
+        u64::MAX,
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("was not opened"), "{error}");
+}
+
+/// The check that counts is on the descriptor handed out: a preopen whose folder is
+/// not the one loaded (as if swapped between the look by path and the open) is never
+/// given to the guest.
+#[cfg(unix)]
+#[test]
+fn get_directories_refuses_a_preopen_that_is_not_the_folder_loaded() {
+    let mut fixture = Fixture::new(FsAccess::ReadOnly);
+    let Some(loaded) = fixture.state.loaded.first_mut() else {
+        panic!("one preopen");
+    };
+    loaded.2 = Some((0, 0));
+    let error = fixture.view().get_directories().unwrap_err();
+    assert!(error.to_string().contains("was replaced"), "{error}");
+    assert!(fixture.state.add_only.is_empty(), "nothing was handed out");
 }
 
 /// One mount of a temporary folder holding `existing.txt` and `sub/inner.txt`.
@@ -93,7 +142,8 @@ impl Fixture {
             mode: MountMode::Write,
         };
         let mut builder = WasiCtxBuilder::new();
-        let state = configure(&mut builder, &[(mount, access)]).unwrap();
+        let pins = Pins::new([dir.path()]);
+        let state = configure(&mut builder, &[(mount, access)], &pins, u64::MAX).unwrap();
         Self {
             dir,
             wasi: builder.build(),

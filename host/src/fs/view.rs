@@ -15,6 +15,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 
+use super::quota::QuotaExceeded;
 use super::{FsState, Identity, Node};
 
 /// The filesystem functions' view of one call: wasmtime-wasi's, plus the add-only
@@ -55,6 +56,17 @@ impl FsView<'_> {
             None | Some(Node::File { created: true }) => Ok(()),
             Some(Node::Dir | Node::File { created: false }) => denied(),
         }
+    }
+
+    /// `stream`, just made by wasmtime-wasi, replaced in the table by the same
+    /// stream counted against the call's `max_write`.
+    fn counted(
+        &mut self,
+        stream: Resource<DynOutputStream>,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        let inner = self.inner.table.delete(stream)?;
+        let counted = self.state.quota.wrap(inner);
+        Ok(self.inner.table.push(counted)?)
     }
 
     async fn identity_of(&mut self, fd: &Resource<Descriptor>) -> FsResult<Identity> {
@@ -200,6 +212,15 @@ impl FsView<'_> {
 impl preopens::Host for FsView<'_> {
     fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
         let dirs = preopens::Host::get_directories(&mut self.inner)?;
+        // Each folder handed out must be the one loaded; one that is not fails the
+        // call (the guest never gets it).
+        for (index, (fd, _)) in dirs.iter().enumerate() {
+            if let Descriptor::Dir(dir) = self.inner.table.get(fd)? {
+                self.state
+                    .check_preopen(index, &dir.dir)
+                    .map_err(wasmtime::Error::msg)?;
+            }
+        }
         self.state
             .adopt_preopens(dirs.iter().map(|(fd, _)| fd.rep()));
         Ok(dirs)
@@ -215,6 +236,9 @@ impl types::Host for FsView<'_> {
         &mut self,
         err: Resource<wasmtime::Error>,
     ) -> wasmtime::Result<Option<ErrorCode>> {
+        if self.inner.table.get(&err)?.is::<QuotaExceeded>() {
+            return Ok(Some(ErrorCode::Quota));
+        }
         self.inner.filesystem_error_code(err)
     }
 }
@@ -234,7 +258,8 @@ impl HostDescriptor for FsView<'_> {
         offset: Filesize,
     ) -> FsResult<Resource<DynOutputStream>> {
         self.may_modify(&fd)?;
-        self.inner.write_via_stream(fd, offset)
+        let stream = self.inner.write_via_stream(fd, offset)?;
+        self.counted(stream)
     }
 
     fn append_via_stream(
@@ -242,7 +267,8 @@ impl HostDescriptor for FsView<'_> {
         fd: Resource<Descriptor>,
     ) -> FsResult<Resource<DynOutputStream>> {
         self.may_modify(&fd)?;
-        self.inner.append_via_stream(fd)
+        let stream = self.inner.append_via_stream(fd)?;
+        self.counted(stream)
     }
 
     async fn advise(
@@ -294,11 +320,17 @@ impl HostDescriptor for FsView<'_> {
     async fn write(
         &mut self,
         fd: Resource<Descriptor>,
-        buf: Vec<u8>,
+        mut buf: Vec<u8>,
         offset: Filesize,
     ) -> FsResult<Filesize> {
         self.may_modify(&fd)?;
-        self.inner.write(fd, buf, offset).await
+        // A write past the quota writes what is left of it (a short write, as a
+        // full disk would); the next one fails with `quota`.
+        let allowed = self.state.quota.allow(buf.len()).ok_or(ErrorCode::Quota)?;
+        buf.truncate(allowed);
+        let written = self.inner.write(fd, buf, offset).await?;
+        self.state.quota.charge(written);
+        Ok(written)
     }
 
     async fn read_directory(

@@ -30,6 +30,11 @@ impl CompileCache {
         })
     }
 
+    /// The folder.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The default place: `$PITON_CACHE_DIR`, else `$XDG_CACHE_HOME/piton`, else
     /// `$HOME/.cache/piton`; `None` when none is set.
     pub(crate) fn default_dir() -> Option<PathBuf> {

@@ -130,6 +130,11 @@ impl WasmRuntime {
         })
     }
 
+    /// The folder compiled components are cached in, if any.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.inner.cache.as_ref().map(CompileCache::dir)
+    }
+
     /// Compiles `bytes` (or takes them from the cache).
     pub(crate) fn compile(&self, bytes: &[u8], sha256: &str) -> wasmtime::Result<Component> {
         match &self.inner.cache {

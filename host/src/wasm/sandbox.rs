@@ -36,7 +36,12 @@ impl Sandbox {
     /// preopened directories, no network (no TCP, UDP or name lookup, every address
     /// refused), no environment variables, no arguments, an empty stdin, and
     /// stdout/stderr captured up to `limits.max_log`.
-    pub(crate) fn new(limits: &Limits, caps: &Capabilities) -> Result<Self, SandboxError> {
+    /// `pins` holds the mounts' folders as they were at load.
+    pub(crate) fn new(
+        limits: &Limits,
+        caps: &Capabilities,
+        pins: &crate::fs::Pins,
+    ) -> Result<Self, SandboxError> {
         let stdout = CapturedOutput::new(limits.max_log);
         let stderr = CapturedOutput::new(limits.max_log);
         let mut wasi = WasiCtxBuilder::new();
@@ -50,7 +55,7 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }))
             .envs(&caps.env);
-        let fs = crate::fs::configure(&mut wasi, &caps.mounts)?;
+        let fs = crate::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)?;
         let net = crate::net::configure(&mut wasi, &caps.network, caps.net_access);
         Ok(Self {
             wasi: wasi.build(),

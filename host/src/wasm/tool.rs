@@ -40,6 +40,8 @@ pub struct WasmTool {
     source: ToolSource,
     limits: Limits,
     grants: Grants,
+    /// The grants' mount folders, held open since they were set.
+    pins: crate::fs::Pins,
     on_trap: OnTrap,
     info: ComponentInfo,
 }
@@ -130,6 +132,7 @@ impl WasmRuntime {
             source: source.clone(),
             limits: Limits::default(),
             grants: Grants::default(),
+            pins: crate::fs::Pins::default(),
             on_trap: OnTrap::default(),
             info,
         };
@@ -186,8 +189,10 @@ impl WasmTool {
         &self.grants
     }
 
-    /// Sets the user's grants.
+    /// Sets the user's grants, and opens each mount's folder: a call later refuses
+    /// a mount whose folder is no longer this one (replaced by a link, say).
     pub fn set_grants(&mut self, grants: Grants) {
+        self.pins = crate::fs::Pins::new(grants.mounts.iter().map(|m| m.host.as_path()));
         self.grants = grants;
     }
 
@@ -240,7 +245,7 @@ impl WasmTool {
             .acquire()
             .await
             .map_err(|e| self.host_fault(e))?;
-        let sandbox = Sandbox::new(limits, caps).map_err(|e| self.host_fault(e))?;
+        let sandbox = Sandbox::new(limits, caps, &self.pins).map_err(|e| self.host_fault(e))?;
         let mut store = self.new_store(limits, sandbox);
         let outcome = tokio::time::timeout(limits.timeout, async {
             let plugin = self.pre.instantiate_async(&mut store).await?;
@@ -305,8 +310,8 @@ impl WasmTool {
     /// One instance kept for many runs, to measure what a fresh instance per call
     /// costs. piton never runs tool calls this way: state would survive between them.
     pub async fn reused_instance(&self) -> Result<ReusedInstance<'_>, CallError> {
-        let sandbox =
-            Sandbox::new(&self.limits, &Capabilities::default()).map_err(|e| self.host_fault(e))?;
+        let sandbox = Sandbox::new(&self.limits, &Capabilities::default(), &self.pins)
+            .map_err(|e| self.host_fault(e))?;
         let mut store = self.new_store(&self.limits, sandbox);
         let plugin = self
             .pre

@@ -1,0 +1,103 @@
+//! Each mount's folder as it was at load: held open, so the call that comes later
+//! can check that the folder it opens by path is still that one.
+//!
+//! Mounts are given by path, and a call opens its mounts by path. Between load and a
+//! call, anything with write access above a mount (another tool's destructive call,
+//! say) can replace the folder by a symbolic link to somewhere else: `w/sub` becomes
+//! `w/sub -> ../..`. The path then leads elsewhere, and the call would get that
+//! folder with the mount's access. So at load each mount's folder is opened and its
+//! identity (device and inode) recorded; the open handle keeps the inode from being
+//! reused by another folder while the tool is loaded. Each call compares the folder
+//! it opened with that identity twice: by path before opening (a clear error before
+//! the guest starts), and on the very handle handed to the guest (no window between
+//! a check and an open). A mismatch fails the call.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Identity;
+
+/// One mount's folder, held open since load.
+#[derive(Clone, Debug)]
+struct Pin {
+    host: PathBuf,
+    /// The open folder and its identity, or why it could not be opened.
+    held: Result<(Arc<std::fs::File>, Option<Identity>), String>,
+}
+
+/// The folders of a tool's mounts, held open since its grants were set.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pins(Vec<Pin>);
+
+impl Pins {
+    /// Opens each folder of `hosts` and records what it is.
+    pub(crate) fn new<'a>(hosts: impl IntoIterator<Item = &'a Path>) -> Self {
+        Self(
+            hosts
+                .into_iter()
+                .map(|host| Pin {
+                    host: host.to_path_buf(),
+                    held: open(host),
+                })
+                .collect(),
+        )
+    }
+
+    /// The identity `host` had at load; an error when it could not be opened then,
+    /// or was never pinned.
+    pub(crate) fn identity(&self, host: &Path) -> Result<Option<Identity>, String> {
+        let pin = self.0.iter().find(|pin| pin.host == host).ok_or_else(|| {
+            format!(
+                "{} was not opened when the tool was loaded; set the tool's grants again",
+                host.display()
+            )
+        })?;
+        match &pin.held {
+            Ok((_, identity)) => Ok(*identity),
+            Err(error) => Err(error.clone()),
+        }
+    }
+}
+
+fn open(host: &Path) -> Result<(Arc<std::fs::File>, Option<Identity>), String> {
+    let fail = |e: std::io::Error| {
+        format!(
+            "cannot open {} ({e}); create the folder or fix the grant, then reload",
+            host.display()
+        )
+    };
+    let dir = std::fs::File::open(host).map_err(fail)?;
+    let meta = dir.metadata().map_err(fail)?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "{} is not a folder; mount a folder",
+            host.display()
+        ));
+    }
+    Ok((Arc::new(dir), identity_of(&meta)))
+}
+
+/// A folder's device and inode, where the platform has them.
+pub(crate) fn identity_of(meta: &std::fs::Metadata) -> Option<Identity> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// Why a call may not use a mount: its folder is not the one loaded.
+pub(crate) fn replaced(host: &Path, guest: &str) -> String {
+    format!(
+        "the folder {} mounted at {guest} was replaced since the tool was loaded (by a \
+         symbolic link, a move or a new folder), so the call is refused: it would reach \
+         another folder than the one granted; check the folder, then reload piton \
+         (restart it, or touch piton.toml)",
+        host.display()
+    )
+}

@@ -1,0 +1,256 @@
+//! What piton loads or trusts, which no tool may be granted write access to: the
+//! plugins folder, every config file on the lookup path, and the compile cache.
+//!
+//! A tool that could write one of them could change what the next load (a reload
+//! of `piton serve`, or the next start) runs: a `piton.toml` of its own (granting
+//! itself anything, or starting an `[mcp.x] command` on the host), a new `.wasm`, or
+//! precompiled native code in the cache. So [`crate::plugins::load`] refuses a tool
+//! whose grants have a "write" mount that
+//!
+//! - holds one of these places (an ancestor of it, or the place itself),
+//! - lies inside one, or
+//! - is on the way to one (a folder of its path, after symbolic links, lies in the
+//!   mount: a call could swap that folder for a link).
+//!
+//! Paths are compared canonical; a place that does not exist yet is taken as its
+//! nearest existing ancestor, canonical, with the rest of the path appended. "Read"
+//! mounts of these places are allowed.
+//!
+//! A guest cannot make a mount a way to one of them later: its links never lead
+//! outside its mount (wasmtime-wasi resolves every path beneath the mount's folder
+//! and refuses absolute link targets), and piton never follows a link inside a mount
+//! on its own behalf: it opens the places below by the paths checked here, and a
+//! mount's folder is checked to be the one loaded on every call.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::grants::{Grants, MountMode};
+
+/// The places piton loads or trusts, each with its absolute path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Protected {
+    places: Vec<Place>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Place {
+    /// What it is, for messages: "the plugins folder".
+    what: String,
+    /// The path as given, made absolute.
+    path: PathBuf,
+}
+
+impl Protected {
+    /// Nothing protected.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Protects `path` (relative to the current folder when relative), described as
+    /// `what` in messages ("the plugins folder", "a config file").
+    pub fn add(&mut self, what: &str, path: &Path) {
+        let path = absolute(path);
+        if !self.places.iter().any(|place| place.path == path) {
+            self.places.push(Place {
+                what: what.to_owned(),
+                path,
+            });
+        }
+    }
+
+    /// The paths protected.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.places.iter().map(|place| place.path.as_path())
+    }
+
+    /// `Ok` when no "write" mount of `grants` holds, lies inside or leads to a
+    /// protected place; else what is wrong and the fix, naming the mount (by its
+    /// index in `grants.mounts`) and the place.
+    pub fn check(&self, grants: &Grants) -> Result<(), String> {
+        for (index, mount) in grants.mounts.iter().enumerate() {
+            if mount.mode != MountMode::Write {
+                continue;
+            }
+            let host = mount
+                .host
+                .canonicalize()
+                .unwrap_or_else(|_| absolute(&mount.host));
+            for place in &self.places {
+                let Some(how) = relation(&host, &place.path) else {
+                    continue;
+                };
+                return Err(format!(
+                    "mounts[{index}]: {} is granted mode = \"write\" and {how} {} {}, which \
+                     piton protects: a call could change what piton loads or trusts; grant \
+                     it mode = \"read\", or mount a folder that neither holds nor lies inside {}",
+                    mount.host.display(),
+                    place.what,
+                    place.path.display(),
+                    place.path.display(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How the folder `mount` (canonical) reaches `place`, if it does: it holds it,
+/// lies inside it, or holds a folder on its way.
+fn relation(mount: &Path, place: &Path) -> Option<&'static str> {
+    let resolved = resolve(place);
+    if resolved.starts_with(mount) {
+        return Some("holds");
+    }
+    if mount.starts_with(&resolved) {
+        return Some("lies inside");
+    }
+    // Each folder on the way, resolved: one in the mount could be swapped for a
+    // link by a call, and the path would lead where the call chose.
+    let mut way = place.parent();
+    while let Some(folder) = way {
+        if resolve(folder).starts_with(mount) {
+            return Some("is on the way to");
+        }
+        way = folder.parent();
+    }
+    None
+}
+
+/// `path` with links resolved: its nearest existing ancestor canonical, and the rest
+/// appended (`..` in the rest taken lexically, as it names nothing yet).
+fn resolve(path: &Path) -> PathBuf {
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            let mut out = canonical;
+            for part in rest.iter().rev() {
+                push(&mut out, part);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last.as_os_str().to_owned());
+                existing = parent;
+            }
+            _ => return lexical(path),
+        }
+    }
+}
+
+fn push(out: &mut PathBuf, part: &std::ffi::OsStr) {
+    match part.to_str() {
+        Some("..") => {
+            out.pop();
+        }
+        Some(".") => {}
+        _ => out.push(part),
+    }
+}
+
+/// `path` without `.` and with `..` taken lexically.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `path` made absolute against the current folder (left as is if that is unknown).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grants::Mount;
+
+    fn grants(host: &Path, mode: MountMode) -> Grants {
+        Grants {
+            mounts: vec![Mount {
+                host: host.to_path_buf(),
+                guest: "/data".into(),
+                mode,
+            }],
+            ..Grants::default()
+        }
+    }
+
+    #[test]
+    fn a_write_mount_holding_inside_or_on_the_way_is_refused_and_read_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let plugins = root.join("a/plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        let mut protected = Protected::new();
+        protected.add("the plugins folder", &plugins);
+        // Not there yet: protected all the same.
+        protected.add("a config file", &root.join("b/piton.toml"));
+
+        for (host, how) in [
+            (root.clone(), "holds"),
+            (root.join("a"), "holds"),
+            (plugins.clone(), "holds"),
+            (root.join("b"), "holds"),
+        ] {
+            std::fs::create_dir_all(&host).unwrap();
+            let error = protected
+                .check(&grants(&host, MountMode::Write))
+                .unwrap_err();
+            assert!(error.contains(how), "{error}");
+            assert!(error.contains("mode = \"read\""), "{error}");
+            assert!(protected.check(&grants(&host, MountMode::Read)).is_ok());
+        }
+        let inside = plugins.join("data");
+        std::fs::create_dir(&inside).unwrap();
+        let error = protected
+            .check(&grants(&inside, MountMode::Write))
+            .unwrap_err();
+        assert!(error.contains("lies inside"), "{error}");
+        assert!(error.contains(&plugins.display().to_string()), "{error}");
+
+        let beside = root.join("c");
+        std::fs::create_dir(&beside).unwrap();
+        assert!(protected.check(&grants(&beside, MountMode::Write)).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_mount_holding_a_link_on_the_way_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let data = root.join("data");
+        let real = root.join("real");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::create_dir_all(real.join("plugins")).unwrap();
+        // data/link -> ../real: the plugins folder is named through the mount.
+        std::os::unix::fs::symlink("../real", data.join("link")).unwrap();
+        let mut protected = Protected::new();
+        protected.add("the plugins folder", &data.join("link/plugins"));
+        let error = protected
+            .check(&grants(&data, MountMode::Write))
+            .unwrap_err();
+        assert!(error.contains("is on the way to"), "{error}");
+        // `real` itself is not on the way through the mount.
+        let mut protected = Protected::new();
+        protected.add("the plugins folder", &real.join("plugins"));
+        assert!(protected.check(&grants(&data, MountMode::Write)).is_ok());
+    }
+
+    #[test]
+    fn resolve_appends_what_does_not_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        assert_eq!(resolve(&root.join("x/y/../z")), root.join("x/z"));
+        assert_eq!(resolve(&root), root);
+    }
+}
