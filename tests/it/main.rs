@@ -9,5 +9,6 @@ mod mcp;
 mod net;
 mod peers;
 mod registry;
+mod serve_http;
 mod support;
 mod upstream;
