@@ -51,8 +51,8 @@ const LIMIT_LOG_EVERY: Duration = Duration::from_secs(60);
 /// let go, and too many of them wait or are refused, so they cannot starve the rest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
-    /// Connections open at once. Past it, new ones are not accepted (they wait in the
-    /// listen backlog) until one closes.
+    /// Connections open at once (at least 1). Past it, new ones are not accepted
+    /// (they wait in the listen backlog) until one closes.
     pub max_connections: usize,
     /// MCP sessions open at once. Past it, `initialize` gets 503 until a session is
     /// closed or expires; 2026-07-28 requests need no session and are not counted.
@@ -115,7 +115,9 @@ pub async fn serve_http(
     // One permit per open connection. At the limit nothing is accepted: new
     // connections wait in the kernel's listen backlog and are served once a slot
     // frees (the deadlines see that one does), rather than being accepted and closed.
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let slots = Arc::new(Semaphore::new(
+        limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+    ));
     let mut logged_full: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
