@@ -73,7 +73,58 @@ enum Command {
         /// who can reach it call the tools.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        #[command(flatten)]
+        limits: HttpLimitsArg,
     },
+}
+
+/// What `serve --http` holds open for its clients, at most.
+#[derive(Debug, ClapArgs)]
+#[command(next_help_heading = "Limits with --http")]
+struct HttpLimitsArg {
+    /// Connections open at once; past it, new ones wait (in the listen backlog) until
+    /// one closes.
+    #[arg(long, value_name = "N", default_value = "512", requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// MCP sessions open at once; past it, `initialize` gets 503 until one is closed
+    /// (DELETE) or expires. 2026-07-28 requests need no session.
+    #[arg(long, value_name = "N", default_value = "256", requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// Time a client has to send a request's headers, from its first byte (or from
+    /// connecting); then the connection is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    header_timeout: std::time::Duration,
+    /// Time a client has to send a request's body, from its headers; then the
+    /// connection is closed. Bodies are at most 4 MiB.
+    #[arg(long, value_name = "DURATION", default_value = "30s", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    body_timeout: std::time::Duration,
+    /// Time a kept-alive connection may sit between requests. Answers being worked
+    /// on or streamed (tool calls, event streams) are never cut.
+    #[arg(long, value_name = "DURATION", default_value = "60s", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    idle_timeout: std::time::Duration,
+    /// Time an MCP session may go without a message before it ends. Keep it above the
+    /// longest tool timeout: a call in flight sends none.
+    #[arg(long, value_name = "DURATION", default_value = "5m", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    session_timeout: std::time::Duration,
+}
+
+impl HttpLimitsArg {
+    fn limits(&self) -> crate::mcp::HttpLimits {
+        crate::mcp::HttpLimits {
+            max_connections: self.max_connections as usize,
+            max_sessions: self.max_sessions as usize,
+            header_timeout: self.header_timeout,
+            body_timeout: self.body_timeout,
+            idle_timeout: self.idle_timeout,
+            session_timeout: self.session_timeout,
+        }
+    }
 }
 
 #[derive(Debug, ClapArgs)]
@@ -169,7 +220,11 @@ async fn run(command: Command) -> io::Result<Outcome> {
             };
             inspect(&registry, &name, json).await
         }
-        Command::Serve { plugins, http } => Ok(serve(plugins, http.as_deref()).await),
+        Command::Serve {
+            plugins,
+            http,
+            limits,
+        } => Ok(serve(plugins, http.as_deref(), limits.limits()).await),
     }
 }
 
@@ -178,7 +233,7 @@ const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Serves the registry over MCP, on stdio (stdout carries only the protocol) or on
 /// HTTP at `http`, reloading it when the plugins folder changes.
-async fn serve(plugins: PluginsArg, http: Option<&str>) -> Outcome {
+async fn serve(plugins: PluginsArg, http: Option<&str>, limits: crate::mcp::HttpLimits) -> Outcome {
     use std::sync::Arc;
 
     use crate::mcp::{FolderWatch, Served, Watched};
@@ -246,7 +301,7 @@ async fn serve(plugins: PluginsArg, http: Option<&str>) -> Outcome {
                 }
                 Err(e) => eprintln!("warning: cannot read the listening address: {e}"),
             }
-            crate::mcp::serve_http(served, listener, shutdown).await
+            crate::mcp::serve_http(served, listener, limits, shutdown).await
         }
     };
     match ended {
@@ -682,4 +737,46 @@ fn pretty(value: &Value) -> String {
 
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or("").to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_limits(args: &[&str]) -> Result<crate::mcp::HttpLimits, clap::Error> {
+        let cli = Cli::try_parse_from(["piton", "serve"].iter().chain(args))?;
+        match cli.command {
+            Command::Serve { limits, .. } => Ok(limits.limits()),
+            other => panic!("not serve: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_http_limits_default_to_the_documented_ones() {
+        let limits = serve_limits(&["--http", "127.0.0.1:0"]).expect("parses");
+        assert_eq!(limits, crate::mcp::HttpLimits::default());
+    }
+
+    #[test]
+    fn serve_http_limits_parse_durations_and_refuse_zero_or_no_http() {
+        let limits = serve_limits(&[
+            "--http",
+            "127.0.0.1:0",
+            "--header-timeout",
+            "500ms",
+            "--max-sessions",
+            "3",
+        ])
+        .expect("parses");
+        assert_eq!(limits.header_timeout, std::time::Duration::from_millis(500));
+        assert_eq!(limits.max_sessions, 3);
+        for bad in [
+            &["--http", "127.0.0.1:0", "--max-connections", "0"][..],
+            &["--http", "127.0.0.1:0", "--idle-timeout", "0s"],
+            &["--http", "127.0.0.1:0", "--idle-timeout", "soon"],
+            &["--max-sessions", "3"],
+        ] {
+            assert!(serve_limits(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -10,5 +10,6 @@ mod net;
 mod peers;
 mod protected;
 mod registry;
+mod serve_http;
 mod support;
 mod upstream;

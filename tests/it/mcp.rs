@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader as AsyncBufR
 use crate::support::{piton, plugins_folder, registry_of};
 
 /// How long one answer may take, compile cache misses included.
-const ANSWER: Duration = Duration::from_secs(60);
+pub(crate) const ANSWER: Duration = Duration::from_secs(60);
 
 /// A client end of an in-process `piton_host::mcp::serve` over a duplex pipe.
 struct Client {
@@ -537,7 +537,7 @@ async fn a_2026_client_hears_of_changes_through_subscriptions_listen() {
 }
 
 /// A child's stderr, drained by a thread so that the child never blocks on it.
-struct Stderr {
+pub(crate) struct Stderr {
     lines: std::sync::mpsc::Receiver<String>,
     all: Arc<std::sync::Mutex<String>>,
 }
@@ -560,7 +560,7 @@ impl Stderr {
     }
 
     /// The first line from now on that contains `needle`.
-    fn wait_for(&self, needle: &str) -> String {
+    pub(crate) fn wait_for(&self, needle: &str) -> String {
         let deadline = Instant::now() + ANSWER;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -572,20 +572,20 @@ impl Stderr {
         }
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.all.lock().expect("stderr lock").clone()
     }
 }
 
 /// A running `piton`, killed if the test ends before it exits.
-struct Running {
+pub(crate) struct Running {
     child: std::process::Child,
-    stderr: Stderr,
+    pub(crate) stderr: Stderr,
 }
 
 impl Running {
     /// Waits for the process to exit on its own.
-    fn exit_code(&mut self) -> Option<i32> {
+    pub(crate) fn exit_code(&mut self) -> Option<i32> {
         let deadline = Instant::now() + ANSWER;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -596,7 +596,7 @@ impl Running {
         }
     }
 
-    fn terminate(&mut self) {
+    pub(crate) fn terminate(&mut self) {
         self.signal("TERM");
     }
 
@@ -626,8 +626,17 @@ fn serve_http(folder: Option<&std::path::Path>) -> (Running, std::net::SocketAdd
 
 /// `piton serve --http bind` on `folder`, and the address it says it listens on.
 fn serve_http_on(bind: &str, folder: Option<&std::path::Path>) -> (Running, std::net::SocketAddr) {
+    serve_http_with(bind, folder, &[])
+}
+
+/// `piton serve --http bind` on `folder` with `flags`, and the address it listens on.
+pub(crate) fn serve_http_with(
+    bind: &str,
+    folder: Option<&std::path::Path>,
+    flags: &[&str],
+) -> (Running, std::net::SocketAddr) {
     let mut command = piton();
-    command.args(["serve", "--http", bind]);
+    command.args(["serve", "--http", bind]).args(flags);
     if let Some(folder) = folder {
         command.arg("--plugins").arg(folder);
     }
@@ -649,7 +658,7 @@ fn serve_http_on(bind: &str, folder: Option<&std::path::Path>) -> (Running, std:
 
 /// One HTTP/1.1 request on a fresh connection; `Host` is the server's address
 /// unless `headers` names one.
-async fn http_request(
+pub(crate) async fn http_request(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,
@@ -681,7 +690,7 @@ async fn http_request(
 }
 
 /// The whole body as text.
-async fn body_text(response: http::Response<hyper::body::Incoming>) -> String {
+pub(crate) async fn body_text(response: http::Response<hyper::body::Incoming>) -> String {
     use http_body_util::BodyExt as _;
     let body = tokio::time::timeout(ANSWER, response.into_body().collect())
         .await
@@ -692,7 +701,7 @@ async fn body_text(response: http::Response<hyper::body::Incoming>) -> String {
 
 /// Reads server-sent events from `response` until one's JSON data satisfies
 /// `wanted`, and returns it.
-async fn sse_until(
+pub(crate) async fn sse_until(
     response: &mut http::Response<hyper::body::Incoming>,
     wanted: impl Fn(&Value) -> bool,
 ) -> Value {
@@ -726,13 +735,13 @@ async fn sse_until(
 }
 
 /// An MCP session over Streamable HTTP.
-struct HttpSession {
-    addr: std::net::SocketAddr,
-    id: Option<String>,
+pub(crate) struct HttpSession {
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) id: Option<String>,
 }
 
 impl HttpSession {
-    async fn post(&self, message: &Value) -> http::Response<hyper::body::Incoming> {
+    pub(crate) async fn post(&self, message: &Value) -> http::Response<hyper::body::Incoming> {
         let mut headers = vec![
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
@@ -744,7 +753,7 @@ impl HttpSession {
         http_request(self.addr, "POST", "/mcp", &headers, &message.to_string()).await
     }
 
-    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let mut response = self.post(&message).await;
         assert_eq!(response.status(), 200, "{method}");
@@ -755,7 +764,7 @@ impl HttpSession {
     }
 
     /// Initializes the session; returns the answer to `initialize`.
-    async fn start(addr: std::net::SocketAddr) -> (Self, Value) {
+    pub(crate) async fn start(addr: std::net::SocketAddr) -> (Self, Value) {
         let mut session = Self { addr, id: None };
         let answer = session
             .request(

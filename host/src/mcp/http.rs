@@ -7,6 +7,11 @@
 //! it. rmcp's own Host/Origin lists are turned off in favour of [`HostCheck`]: they
 //! cannot express the rule for a server bound to every interface (any IP literal,
 //! no names), and one check is easier to trust than two.
+//!
+//! Clients cannot hold it open ([`HttpLimits`]): a request's head and body must
+//! arrive in time and an idle connection is closed (see `deadline`), connections past
+//! the limit wait in the listen backlog, sessions past the limit are refused with 503
+//! (see `sessions`), and a request body is at most [`MAX_BODY`].
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -20,12 +25,13 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use super::deadline::{Phases, RequestBody, ResponseBody, TrackedIo};
+use super::sessions::{self, BoundedSessions};
 use super::{PitonServer, ServeError, Served};
 
 /// The path MCP is served at; every other path is 404.
@@ -34,12 +40,53 @@ pub const MCP_PATH: &str = "/mcp";
 /// How long connections get to finish once shutdown starts.
 const GRACE: Duration = Duration::from_secs(5);
 
-/// Serves `served` over Streamable HTTP on `listener` until `shutdown` resolves,
-/// then stops accepting, ends the sessions and gives open connections a few
-/// seconds to finish.
+/// The largest request body read (rmcp answers a larger one with 413). MCP requests
+/// are small: arguments, not files.
+pub const MAX_BODY: usize = 4 << 20;
+
+/// How often, at most, the log says that the connection limit is reached.
+const LIMIT_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// What `serve --http` holds open for its clients, at most: a slow or idle client is
+/// let go, and too many of them wait or are refused, so they cannot starve the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Connections open at once (at least 1). Past it, new ones are not accepted
+    /// (they wait in the listen backlog) until one closes.
+    pub max_connections: usize,
+    /// MCP sessions open at once. Past it, `initialize` gets 503 until a session is
+    /// closed or expires; 2026-07-28 requests need no session and are not counted.
+    pub max_sessions: usize,
+    /// How long a request's head may take, from its first byte or from connecting.
+    pub header_timeout: Duration,
+    /// How long a request's body may take, from the end of its head.
+    pub body_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+    /// How long an MCP session may go without a message before it ends.
+    pub session_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 512,
+            max_sessions: 256,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            session_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Serves `served` over Streamable HTTP on `listener` within `limits` until
+/// `shutdown` resolves, then stops accepting, ends the sessions and gives open
+/// connections a few seconds to finish.
 pub async fn serve_http(
     served: Arc<Served>,
     listener: TcpListener,
+    limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let bound = listener
@@ -47,21 +94,53 @@ pub async fn serve_http(
         .map_err(|e| ServeError(format!("cannot read the listening address: {e}")))?;
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
-        .disable_allowed_origins();
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(MAX_BODY);
     let sessions_end = config.cancellation_token.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(PitonServer::new(served.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(BoundedSessions::new(
+            limits.max_sessions,
+            limits.session_timeout,
+        )),
         config,
     );
     let app = Arc::new(App {
         check: HostCheck::new(bound),
         mcp,
+        limits,
     });
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
+    // One permit per open connection. At the limit nothing is accepted: new
+    // connections wait in the kernel's listen backlog and are served once a slot
+    // frees (the deadlines see that one does), rather than being accepted and closed.
+    let slots = Arc::new(Semaphore::new(
+        limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+    ));
+    let mut logged_full: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if logged_full.is_none_or(|at| at.elapsed() >= LIMIT_LOG_EVERY) {
+                    logged_full = Some(tokio::time::Instant::now());
+                    tracing::warn!(
+                        "{n} connections are open (--max-connections {n}: new connections \
+                         wait until one closes)",
+                        n = limits.max_connections
+                    );
+                }
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
         let accepted = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
@@ -69,8 +148,13 @@ pub async fn serve_http(
         // Reap finished connections so the set does not grow without bound.
         while connections.try_join_next().is_some() {}
         match accepted {
-            Ok((stream, _)) => {
-                connections.spawn(connection(app.clone(), stream, stopping.clone()));
+            Ok((stream, peer)) => {
+                let connection = connection(app.clone(), stream, peer, stopping.clone());
+                connections.spawn(async move {
+                    connection.await;
+                    // Freed only once the connection is closed.
+                    drop(slot);
+                });
             }
             Err(error) => {
                 // Out of file descriptors and the like: wait rather than spin.
@@ -96,24 +180,56 @@ pub async fn serve_http(
     Ok(())
 }
 
-/// Serves one connection until it closes, or finishes it when `stopping` turns true.
+/// Serves one connection until it closes, misses a deadline (see `deadline`), or is
+/// finished when `stopping` turns true.
 async fn connection(
     app: Arc<App>,
     stream: tokio::net::TcpStream,
+    peer: SocketAddr,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let service = hyper::service::service_fn(move |request| {
-        let app = app.clone();
-        async move { Ok::<_, Infallible>(app.handle(request).await) }
-    });
-    let conn =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let limits = app.limits;
+    let (phases, mut phase) = Phases::start();
+    let io = TokioIo::new(TrackedIo::new(stream, phases.clone()));
+    let service = {
+        let phases = phases.clone();
+        hyper::service::service_fn(move |request: Request<Incoming>| {
+            let app = app.clone();
+            let phases = phases.clone();
+            phases.request(hyper::body::Body::is_end_stream(request.body()));
+            let request = request.map(|body| RequestBody::new(body, phases.clone()));
+            async move {
+                let response = app.handle(request).await;
+                Ok::<_, Infallible>(response.map(|body| ResponseBody::new(body, phases)))
+            }
+        })
+    };
+    let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
     tokio::pin!(conn);
-    let ended = tokio::select! {
-        ended = conn.as_mut() => ended,
-        () = async { drop(stopping.wait_for(|stop| *stop).await) } => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
+    let ended = loop {
+        let deadline = phase.borrow_and_update().deadline(&limits);
+        let expired = async {
+            match deadline {
+                Some((at, _)) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ended = conn.as_mut() => break ended,
+            () = async { drop(stopping.wait_for(|stop| *stop).await) } => {
+                conn.as_mut().graceful_shutdown();
+                break conn.await;
+            }
+            _ = phase.changed() => {}
+            () = expired => {
+                // Unless the phase moved on meanwhile, the connection is let go.
+                if let Some((_, why)) = deadline
+                    && phase.borrow().deadline(&limits) == deadline
+                {
+                    tracing::debug!(%peer, "closing a connection that {why}");
+                    return;
+                }
+            }
         }
     };
     if let Err(error) = ended {
@@ -125,11 +241,12 @@ type Body = BoxBody<Bytes, Infallible>;
 
 struct App {
     check: HostCheck,
-    mcp: StreamableHttpService<PitonServer, LocalSessionManager>,
+    mcp: StreamableHttpService<PitonServer, BoundedSessions>,
+    limits: HttpLimits,
 }
 
 impl App {
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn handle(&self, request: Request<RequestBody<Incoming>>) -> Response<Body> {
         if let Err(why) = self.check.check(request.uri(), request.headers()) {
             tracing::warn!(why, "refused a request (possible DNS rebinding)");
             return text(StatusCode::FORBIDDEN, format!("Forbidden: {why}"));
@@ -140,7 +257,24 @@ impl App {
                 format!("Not Found: piton serves MCP at {MCP_PATH}"),
             );
         }
-        self.mcp.handle(request).await
+        let (response, refused) = sessions::refused(self.mcp.handle(request)).await;
+        if refused {
+            let max = self.limits.max_sessions;
+            tracing::warn!(
+                "refused a new MCP session: {max} are open, the most --max-sessions {max} allows"
+            );
+            return text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "Service Unavailable: {max} MCP sessions are open, the most piton allows \
+                     (--max-sessions {max}). Close one (DELETE {MCP_PATH} with its \
+                     Mcp-Session-Id) or wait for an idle one to end (--session-timeout \
+                     {:?}), then initialize again.",
+                    self.limits.session_timeout
+                ),
+            );
+        }
+        response
     }
 }
 
