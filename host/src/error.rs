@@ -80,6 +80,12 @@ pub enum Trap {
         /// What the tool returned.
         actual: u64,
     },
+    /// The call held more host resources (handles) at once than its limit.
+    #[error(
+        "exceeded its limit of {0} host resources (open files, sockets, streams, pollables, \
+         HTTP fields, requests and bodies held at once) and trapped"
+    )]
+    Resources(usize),
     /// The guest trapped (a panic is an `unreachable` trap) or broke the contract.
     #[error("trapped: {0}")]
     Guest(String),

@@ -4,6 +4,7 @@ mod cli;
 mod config;
 mod fs;
 mod hostile;
+mod limits;
 mod loading;
 mod mcp;
 mod net;

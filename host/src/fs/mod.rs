@@ -193,5 +193,6 @@ fn fs_view(sandbox: &mut Sandbox) -> view::FsView<'_> {
             table: &mut sandbox.table,
         },
         state: &mut sandbox.fs,
+        fds: &mut sandbox.fds,
     }
 }

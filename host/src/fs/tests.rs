@@ -128,6 +128,7 @@ struct Fixture {
     wasi: WasiCtx,
     table: ResourceTable,
     state: FsState,
+    fds: crate::wasm::fds::CallFds,
 }
 
 impl Fixture {
@@ -149,6 +150,7 @@ impl Fixture {
             wasi: builder.build(),
             table: ResourceTable::new(),
             state,
+            fds: Default::default(),
         }
     }
 
@@ -159,6 +161,7 @@ impl Fixture {
                 table: &mut self.table,
             },
             state: &mut self.state,
+            fds: &mut self.fds,
         }
     }
 
@@ -368,4 +371,27 @@ async fn read_only_mounts_stay_read_only() {
     let result = view.create_directory_at(borrow(&root), "d".into()).await;
     assert_eq!(code(result), ErrorCode::NotPermitted);
     assert!(!fx.path("new.txt").exists() && !fx.path("d").exists());
+}
+
+#[tokio::test]
+async fn open_descriptors_are_capped_per_call_and_given_back_when_dropped() {
+    let mut fx = Fixture::new(FsAccess::ReadOnly);
+    let root = fx.root();
+    let (none, read) = (OpenFlags::empty(), DescriptorFlags::READ);
+    let mut open = Vec::new();
+    let refused = loop {
+        match fx.open(&root, "existing.txt", none, read).await {
+            Ok(fd) => open.push(fd),
+            Err(error) => break error,
+        }
+        assert!(open.len() <= 256, "no cap on open descriptors");
+    };
+    assert!(open.len() >= 16, "{}", open.len());
+    assert_eq!(code::<()>(Err(refused)), ErrorCode::InsufficientMemory);
+    // Dropping one lets the next open through; the call never holds more.
+    let fd = open.pop().unwrap();
+    HostDescriptor::drop(&mut fx.view(), fd).unwrap();
+    let again = fx.open(&root, "existing.txt", none, read).await.unwrap();
+    open.push(again);
+    assert!(fx.open(&root, "existing.txt", none, read).await.is_err());
 }

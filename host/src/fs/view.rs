@@ -23,6 +23,8 @@ use super::{FsState, Identity, Node};
 pub(crate) struct FsView<'a> {
     pub(crate) inner: WasiFilesystemCtxView<'a>,
     pub(crate) state: &'a mut FsState,
+    /// The call's open descriptors, capped (see `crate::wasm::fds`).
+    pub(crate) fds: &'a mut crate::wasm::fds::CallFds,
 }
 
 /// A second handle on a descriptor the guest lent, to pass to wasmtime-wasi while
@@ -412,14 +414,19 @@ impl HostDescriptor for FsView<'_> {
         oflags: OpenFlags,
         flags: DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
-        if self.is_add_only(&fd) {
-            return self
-                .open_add_only(fd, path_flags, path, oflags, flags)
-                .await;
-        }
-        self.inner
-            .open_at(fd, path_flags, path, oflags, flags)
-            .await
+        // Each descriptor the guest holds is one of the call's capped host fds.
+        let token = (self.fds.reserve(self.inner.table))
+            .map_err(|_| FsError::from(ErrorCode::InsufficientMemory))?;
+        let new = if self.is_add_only(&fd) {
+            self.open_add_only(fd, path_flags, path, oflags, flags)
+                .await?
+        } else {
+            (self.inner)
+                .open_at(fd, path_flags, path, oflags, flags)
+                .await?
+        };
+        self.fds.hold_descriptor(new.rep(), token);
+        Ok(new)
     }
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {

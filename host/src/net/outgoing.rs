@@ -35,6 +35,7 @@ use super::addr::{AddrClass, classify};
 use super::{Policy, same_name};
 use crate::grants::{Host, NetAccess, NetGrant};
 use crate::wasm::Sandbox;
+use crate::wasm::fds::{FdCounter, FdToken};
 
 /// Waits longer than these only when the guest's request options ask for it; the
 /// call's deadline bounds everything anyway.
@@ -54,13 +55,28 @@ impl WasiHttpView for Sandbox {
 /// How wasi:http sends a call's requests: through its policy.
 pub(crate) struct Hooks {
     policy: Arc<Policy>,
+    /// The call's open descriptors: each connection is one.
+    fds: FdCounter,
 }
 
 impl Hooks {
     pub(super) fn new(policy: Arc<Policy>) -> Self {
-        Self { policy }
+        Self {
+            policy,
+            fds: FdCounter::default(),
+        }
+    }
+
+    /// Counts each connection among the call's open descriptors.
+    pub(crate) fn count_connections(&mut self, fds: FdCounter) {
+        self.fds = fds;
     }
 }
+
+/// The most bytes one write to an outgoing body may carry, down from wasmtime-wasi-http's
+/// 1 MiB: a body not yet sent buffers two writes, and no handle of a call may hold
+/// more than 64 KiB (see `MAX_RESOURCES`), a body with its request and stream 128 KiB.
+const BODY_CHUNK: usize = 64 << 10;
 
 /// What a sent request gives back to wasmtime-wasi-http: the response, and the
 /// connection's remaining I/O, which it drives while the guest reads the body.
@@ -77,7 +93,18 @@ impl WasiHttpHooks for Hooks {
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = Result<Sent, Error>> + Send> {
         let policy = self.policy.clone();
-        Box::new(async move { send(&policy, request, options).await })
+        let fds = self.fds.clone();
+        Box::new(async move {
+            let token = fds.acquire().map_err(|error| {
+                tracing::debug!(%error, "HTTP request refused");
+                Error::ConnectionLimitReached
+            })?;
+            send(&policy, request, options, token).await
+        })
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        BODY_CHUNK
     }
 
     /// `send` sets `Host` itself, from the checked authority.
@@ -102,6 +129,7 @@ async fn send(
     policy: &Policy,
     mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
+    fd: FdToken,
 ) -> Result<Sent, Error> {
     let uri = request.uri().clone();
     let tls = match uri.scheme_str() {
@@ -168,6 +196,8 @@ async fn send(
     };
     let response = response.map(|body| body.map_err(Error::from).boxed_unsync());
     let io = async move {
+        // The connection's descriptor stays counted until it closes.
+        let _fd = fd;
         let mut connection = connection;
         // The join handle itself: its wrapper would panic if the task had.
         match (&mut *connection).await {

@@ -3,6 +3,7 @@
 
 pub mod bindings;
 mod cache;
+pub(crate) mod fds;
 mod output;
 mod runtime;
 mod sandbox;

@@ -106,6 +106,7 @@ impl WasmRuntime {
         linker.allow_shadowing(true);
         crate::fs::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
         crate::net::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
+        super::fds::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
         linker.allow_shadowing(false);
 
         let cache = config
@@ -118,6 +119,8 @@ impl WasmRuntime {
                     None
                 }
             });
+        // Raises the open-file limit and shares it out among the instances.
+        super::fds::init(n as usize);
         spawn_ticker(&engine)
             .map_err(|e| RuntimeError(format!("cannot start the epoch ticker thread: {e}")))?;
         Ok(Self {

@@ -13,6 +13,16 @@ use crate::grants::Capabilities;
 /// a few hundred), far below what would strain the host.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
+/// The most host resources (handles in the call's resource table: descriptors,
+/// sockets, streams, pollables, HTTP fields, requests, bodies and responses, lookups)
+/// one call may hold at once. Real tools hold a few dozen.
+pub(crate) const MAX_RESOURCES: usize = 1024;
+
+/// The most bytes one wasi:http `fields` may hold (names, values and the per-entry
+/// overhead wasmtime-wasi-http counts), down from its 128 KiB default: no handle of a
+/// call holds more than 64 KiB, so [`MAX_RESOURCES`] handles hold at most 64 MiB.
+const MAX_FIELDS_SIZE: usize = 64 << 10;
+
 /// One call's store data.
 pub(crate) struct Sandbox {
     pub(crate) wasi: WasiCtx,
@@ -24,6 +34,8 @@ pub(crate) struct Sandbox {
     pub(crate) fs: crate::fs::FsState,
     /// The hosts the call may reach (sockets, DNS, HTTP).
     pub(crate) net: crate::net::NetState,
+    /// The files, sockets and connections the call has open.
+    pub(crate) fds: super::fds::CallFds,
 }
 
 /// Why a sandbox could not be built (a granted folder vanished, say).
@@ -56,15 +68,21 @@ impl Sandbox {
             .socket_addr_check(|_, _| Box::pin(async { false }))
             .envs(&caps.env);
         let fs = crate::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)?;
-        let net = crate::net::configure(&mut wasi, &caps.network, caps.net_access);
+        let mut net = crate::net::configure(&mut wasi, &caps.network, caps.net_access);
+        let fds = super::fds::CallFds::default();
+        net.http.set_field_size_limit(MAX_FIELDS_SIZE);
+        net.hooks.count_connections(fds.counter());
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
         Ok(Self {
             wasi: wasi.build(),
-            table: ResourceTable::new(),
+            table,
             limiter: MemoryLimiter::new(limits.memory),
             stdout,
             stderr,
             fs,
             net,
+            fds,
         })
     }
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use wasmtime::component::ResourceTableError;
 use wasmtime::{Store, UpdateDeadline};
 
 use super::bindings::{self, Plugin, PluginPre};
@@ -269,6 +270,13 @@ impl WasmTool {
             Trap::Memory(sandbox.limiter.limit())
         } else if error.is::<DeadlineExceeded>() {
             Trap::Deadline(limits.timeout)
+        } else if error.chain().any(|e| {
+            matches!(
+                e.downcast_ref::<ResourceTableError>(),
+                Some(ResourceTableError::Full)
+            )
+        }) {
+            Trap::Resources(sandbox.table.max_capacity())
         } else {
             let mut message = root_message(&error);
             if let Some(stderr) = sandbox.stderr.text() {

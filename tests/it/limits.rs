@@ -1,0 +1,288 @@
+//! Host-side limits of one call: the resources it may hold in the host (handles and
+//! the bytes behind them) and the file descriptors it may keep open. Each test runs
+//! `piton serve` in a child process, so that the host's memory can be measured and
+//! its descriptors used up without touching the test process.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use piton_tests::{guests, plugins};
+use serde_json::{Value, json};
+
+use crate::support::cache_dir;
+
+/// How long any answer may take (debug builds, a loaded machine).
+const ANSWER: Duration = Duration::from_secs(120);
+
+/// `piton serve` over stdio in a child process.
+struct Served {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<Value>,
+    /// Answers read while waiting for another id.
+    early: Vec<Value>,
+}
+
+impl Served {
+    /// Serves copies of `files` with `config` as piton.toml, under a descriptor limit
+    /// (soft and hard) of `nofile` when given.
+    fn start(dir: &Path, files: &[(&str, &str)], config: &str, nofile: Option<u64>) -> Self {
+        let plugins = dir.join("plugins");
+        std::fs::create_dir_all(&plugins).expect("plugins folder");
+        for (name, source) in files {
+            std::fs::copy(source, plugins.join(name)).expect("copy a component");
+        }
+        let config_path = dir.join("piton.toml");
+        std::fs::write(&config_path, config).expect("write piton.toml");
+        let limit = nofile.map_or(String::new(), |n| format!("ulimit -n {n} && "));
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{limit}exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_piton"))
+            .arg("serve")
+            .arg("--plugins")
+            .arg(&plugins)
+            .arg("--config")
+            .arg(&config_path)
+            .current_dir(dir)
+            .env("PITON_CACHE_DIR", cache_dir())
+            .env_remove("PITON_PLUGINS")
+            .env_remove("PITON_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("piton serve starts");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(value) = serde_json::from_str(&line)
+                    && tx.send(value).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let mut served = Self {
+            child,
+            stdin,
+            lines,
+            early: Vec::new(),
+        };
+        served.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "limits-test", "version": "0"}}}),
+        );
+        served.answer(0);
+        served.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        served
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").expect("piton serve reads");
+        self.stdin.flush().expect("piton serve reads");
+    }
+
+    /// Starts a tools/call without waiting for its answer.
+    fn call(&mut self, id: u64, name: &str, arguments: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}));
+    }
+
+    /// The answer to request `id`.
+    fn answer(&mut self, id: u64) -> Value {
+        if let Some(i) = self.early.iter().position(|a| a["id"] == id) {
+            return self.early.remove(i);
+        }
+        let deadline = Instant::now() + ANSWER;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(value) if value["id"] == id => return value,
+                Ok(value) if value.get("id").is_some() => self.early.push(value),
+                Ok(_notification) => {}
+                Err(RecvTimeoutError::Timeout) => panic!("no answer to request {id} in time"),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("piton serve ended before answering request {id}")
+                }
+            }
+        }
+    }
+
+    /// The most memory the process has had resident so far, in bytes.
+    fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("piton serve is running");
+        let kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmHWM in /proc/PID/status");
+        kib * 1024
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tools/call answer: its error's message, or its content's text.
+fn answer_text(answer: &Value) -> String {
+    if let Some(message) = answer["error"]["message"].as_str() {
+        return message.to_owned();
+    }
+    answer["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How much more the host may hold at its peak while one call hoards: the call's own
+/// bound (1024 handles of at most 64 KiB) and room for a debug build's noise. Today's
+/// hoards of fields and bodies each need several hundred MiB without the limit.
+const HOARD_RSS_BOUND: u64 = 128 << 20;
+
+#[test]
+fn hoarding_host_resources_fails_the_call_and_the_host_stays_small() {
+    let mut failures = Vec::new();
+    // (kind, count, bytes per item): each would hold far more than the bound, or
+    // far more handles than the limit, if nothing stopped it.
+    for (kind, count, size) in [
+        ("fields", 10_000, 30_000),
+        ("bodies", 400, 256 << 10),
+        ("pollables", 100_000, 0),
+        ("streams", 100_000, 0),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut served = Served::start(
+            dir.path(),
+            &[
+                ("hoard.wasm", guests::HOSTILE_HOARD),
+                ("counter.wasm", guests::HOSTILE_COUNTER),
+            ],
+            "[tools.hoard]\ntimeout = \"100s\"\n",
+            None,
+        );
+        let before = served.peak_rss();
+        served.call(
+            1,
+            "hoard",
+            json!({"kind": kind, "count": count, "size": size, "path": "", "hold_ms": 300}),
+        );
+        let answer = served.answer(1);
+        let grown = served.peak_rss().saturating_sub(before);
+        let text = answer_text(&answer);
+        eprintln!("{kind}: peak RSS grew by {} KiB; {text}", grown >> 10);
+        if answer.get("error").is_none() || !text.contains("limit of 1024 host resources") {
+            failures.push(format!(
+                "{kind}: expected a trap naming the limit of 1024 host resources, got {answer}"
+            ));
+        }
+        if grown > HOARD_RSS_BOUND {
+            failures.push(format!(
+                "{kind}: the host's peak RSS grew by {} MiB, over {} MiB",
+                grown >> 20,
+                HOARD_RSS_BOUND >> 20
+            ));
+        }
+        served.call(2, "counter", json!({}));
+        let next = served.answer(2);
+        if answer_text(&next) != "1" {
+            failures.push(format!("{kind}: the next call failed: {next}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The number at the start of "made N files, then ...".
+fn made(text: &str) -> u64 {
+    text.strip_prefix("made ")
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a hoard's answer: {text}"))
+}
+
+#[test]
+fn tools_holding_descriptors_do_not_stop_another_from_opening_its_mount() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).expect("data folder");
+    std::fs::write(data.join("x.txt"), "still readable").expect("data file");
+    let mount = format!(
+        "mounts = [{{ host = {:?}, guest = \"/data\", mode = \"read\" }}]\n",
+        data.display().to_string()
+    );
+    let config = format!("[tools.hoard]\ntimeout = \"100s\"\n{mount}\n[tools.read_file]\n{mount}");
+    // A process limit of 600 descriptors, soft and hard, as a small system has: two
+    // hoarders that could each take them all, and a third tool that needs one. piton
+    // shares the limit out, so each call gets its part and none can starve the rest.
+    let mut served = Served::start(
+        dir.path(),
+        &[
+            ("hoard.wasm", guests::HOSTILE_HOARD),
+            ("read_file.wasm", plugins::READ_FILE),
+        ],
+        &config,
+        Some(600),
+    );
+    let hoard = json!({"kind": "files", "count": 5000, "size": 0, "path": "/data/x.txt",
+        "hold_ms": 4000});
+    served.call(1, "hoard", hoard.clone());
+    served.call(2, "hoard", hoard);
+    // Both hoarders have opened all they can, and hold them.
+    std::thread::sleep(Duration::from_millis(1500));
+    served.call(3, "read_file", json!({"path": "/data/x.txt"}));
+    let read = served.answer(3);
+    assert_eq!(answer_text(&read), "still readable", "{read}");
+
+    let mut total = 0;
+    for id in [1, 2] {
+        let answer = served.answer(id);
+        let text = answer_text(&answer);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let n = made(&text);
+        eprintln!("hoarder {id}: {text}");
+        assert!(n <= 256, "a call kept {n} descriptors, over 256: {text}");
+        total += n;
+    }
+    assert!(total > 0, "the hoarders opened nothing");
+    // The next call works once they are gone.
+    served.call(4, "read_file", json!({"path": "/data/x.txt"}));
+    assert_eq!(answer_text(&served.answer(4)), "still readable");
+}
+
+#[test]
+fn a_tool_creating_sockets_is_stopped_at_the_descriptor_limit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut served = Served::start(
+        dir.path(),
+        &[("hoard.wasm", guests::HOSTILE_HOARD)],
+        "[tools.hoard]\ntimeout = \"100s\"\nnetwork = [\"127.0.0.1:9\"]\n",
+        None,
+    );
+    served.call(
+        1,
+        "hoard",
+        json!({"kind": "sockets", "count": 1000, "size": 0, "path": "", "hold_ms": 0}),
+    );
+    let answer = served.answer(1);
+    let text = answer_text(&answer);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    // 256, or less where the process's open-file limit is low.
+    let n = made(&text);
+    assert!((16..=256).contains(&n), "{text}");
+    assert!(text.contains("new-socket-limit"), "{text}");
+}
