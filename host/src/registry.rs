@@ -9,7 +9,7 @@ use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::error::LoadErrorKind;
 use crate::mcp::McpServer;
 use crate::schema::InputSchema;
-use crate::tool::check_tool_name;
+use crate::tool::{check_spec_size, check_tool_name};
 use crate::{Args, CallError, DynTool, Hints, LoadError, Tool, ToolError, ToolResult, ToolSource};
 
 /// Every tool by name: the seed's `tool_map`.
@@ -57,8 +57,9 @@ impl Registry {
         Self::default()
     }
 
-    /// Adds a tool. Its name must match `[A-Za-z0-9_-]{1,64}`, its input schema must
-    /// be an object schema, its hints must agree with each other, and no other tool
+    /// Adds a tool. Its name must match `[A-Za-z0-9_-]{1,64}`, its description and
+    /// input schema must fit [`check_spec_size`](crate::check_spec_size), its input
+    /// schema must be an object schema, its hints must agree with each other, and no other tool
     /// may have its name: a duplicate is an error naming both sources, never a silent
     /// override.
     pub fn add(&mut self, tool: impl Tool + 'static) -> Result<(), LoadError> {
@@ -73,6 +74,8 @@ impl Registry {
         };
         let spec = tool.spec();
         check_tool_name(&spec.name).map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
+        check_spec_size(&spec.description, spec.input_schema.to_string().len())
+            .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
         let schema = if tool.checks_whole_schema() {
             InputSchema::new(&spec.input_schema)
         } else {
