@@ -329,22 +329,25 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
         },
         None => Config::default(),
     };
-    match plugins::load(&runtime, &at, &config).await {
-        Ok(mut loaded) => {
+    // Servers first: a wasm tool in a server's `{server}__` name space is refused,
+    // never the server (see Registry::add_mcp).
+    let mut registry = Registry::new();
+    forget_upstreams_not_in(&config);
+    for (name, server) in &config.mcp {
+        let added = upstream(name, server)
+            .map_err(|e| e.to_string())
+            .and_then(|server| registry.add_mcp(server).map_err(|e| e.to_string()));
+        if let Err(e) = added {
+            say(format_args!("warning: MCP server not added: {e}"));
+        }
+    }
+    match plugins::load_into(registry, &runtime, &at, &config).await {
+        Ok(loaded) => {
             for error in &loaded.errors {
                 say(format_args!("warning: plugin not loaded: {error}"));
             }
             for name in &loaded.unused_config {
                 eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
-            }
-            forget_upstreams_not_in(&config);
-            for (name, server) in &config.mcp {
-                let added = upstream(name, server)
-                    .map_err(|e| e.to_string())
-                    .and_then(|server| loaded.registry.add_mcp(server).map_err(|e| e.to_string()));
-                if let Err(e) = added {
-                    say(format_args!("warning: MCP server not added: {e}"));
-                }
             }
             Some(loaded.registry)
         }

@@ -77,6 +77,18 @@ pub async fn load(
     at: &PluginsAt,
     config: &Config,
 ) -> Result<Loaded, FolderError> {
+    load_into(Registry::default(), runtime, at, config).await
+}
+
+/// [`load`] into `registry`, which may already hold tools and upstream servers: a
+/// plugin whose name collides with one of them (or is in a server's `{server}__`
+/// name space) is the one reported.
+pub async fn load_into(
+    registry: Registry,
+    runtime: &WasmRuntime,
+    at: &PluginsAt,
+    config: &Config,
+) -> Result<Loaded, FolderError> {
     let loads: Vec<Result<WasmTool, LoadError>> = match at {
         PluginsAt::Folder(folder) => {
             let files = wasm_files(folder).map_err(|source| FolderError {
@@ -92,7 +104,10 @@ pub async fn load(
             .await
         }
     };
-    let mut loaded = Loaded::default();
+    let mut loaded = Loaded {
+        registry,
+        ..Loaded::default()
+    };
     let mut used = std::collections::BTreeSet::new();
     for load in loads {
         let added = load
@@ -131,12 +146,15 @@ pub fn bundled_bytes(package: &str) -> Option<&'static [u8]> {
         .map(|(_, bytes)| *bytes)
 }
 
-/// The `*.wasm` files directly in `folder`, sorted by name.
+/// The `*.wasm` entries directly in `folder`, sorted by name: files, and folders
+/// so named (each reported as a load error rather than skipped in silence).
 fn wasm_files(folder: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(folder)?
         .filter_map(Result::ok)
         .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && path.is_file())
+        .filter(|path| {
+            path.extension().is_some_and(|ext| ext == "wasm") && (path.is_file() || path.is_dir())
+        })
         .collect();
     files.sort();
     Ok(files)

@@ -95,7 +95,9 @@ impl Registry {
             && self.servers.contains_key(server)
         {
             return Err(fail(LoadErrorKind::Invalid(format!(
-                "tool name `{}` is in the name space of MCP server `{server}`; rename the tool",
+                "tool `{}` is in the name space of MCP server `{server}` (mcp:{server}, \
+                 piton.toml [mcp.{server}]): every `{server}__*` name is that server's; \
+                 rename the tool (piton.toml [tools.NAME] name = ...)",
                 spec.name
             ))));
         }
@@ -107,6 +109,12 @@ impl Registry {
     /// Adds an upstream MCP server; its tools join as `{server}__{tool}` when it is
     /// first used (nothing connects here). Its name must be unique and no tool may
     /// already use its `{server}__` prefix.
+    ///
+    /// The whole `{server}__` name space is the server's, not only the names it lists:
+    /// its tools are not known until it connects and may change at any time, so a tool
+    /// added here with such a name (before or after the server) is refused, naming
+    /// both sources. The CLI adds servers first, so piton.toml's servers keep their
+    /// names and a wasm tool in their name space is the one refused.
     pub fn add_mcp(&mut self, server: McpServer) -> Result<(), LoadError> {
         let name = server.name().to_owned();
         let fail = |message: String| LoadError {
@@ -119,9 +127,17 @@ impl Registry {
             )));
         }
         let prefix = format!("{name}__");
-        if let Some(tool) = self.tools.keys().find(|t| t.starts_with(&prefix)) {
+        if let Some(entry) = self
+            .tools
+            .iter()
+            .find_map(|(t, entry)| t.starts_with(&prefix).then_some(entry))
+        {
             return Err(fail(format!(
-                "tool `{tool}` already uses the name space of MCP server `{name}`; rename one"
+                "MCP server `{name}` (piton.toml [mcp.{name}]) is not added: tool `{}` of {} \
+                 is in its name space (every `{name}__*` name is the server's); rename the \
+                 tool or the server",
+                entry.tool.spec().name,
+                entry.tool.source()
             )));
         }
         self.servers.insert(name, server);

@@ -213,7 +213,7 @@ fn a_bad_plugin_is_reported_by_file_and_the_others_still_load() {
     assert!(stdout(&out).contains("word_count"));
     let err = stderr(&out);
     assert!(
-        err.contains("garbage.wasm: not a loadable WebAssembly component"),
+        err.contains("garbage.wasm: not WebAssembly (no \\0asm header at its start)"),
         "{err}"
     );
 }
@@ -489,4 +489,25 @@ fn a_result_of_aliased_strings_is_refused_before_the_host_copies_it() {
         "peak {peak} KiB, a plain call {baseline} KiB: {}",
         stdout(&out)
     );
+}
+
+#[test]
+fn a_wasm_tool_in_the_name_space_of_a_configured_server_is_refused_and_the_server_kept() {
+    let folder = plugins_folder(&[("counter.wasm", guests::HOSTILE_COUNTER)]);
+    std::fs::write(
+        folder.path().join("piton.toml"),
+        "[tools.counter]\nname = \"x__y\"\n\n[mcp.x]\ncommand = \"piton-test-no-such-server\"\n",
+    )
+    .unwrap();
+    let out = run(piton().args(["list", "--plugins"]).arg(folder.path()));
+    let err = stderr(&out);
+    let refusal = err
+        .lines()
+        .find(|l| l.contains("counter.wasm"))
+        .unwrap_or_else(|| panic!("the wasm tool is refused: {err}"));
+    for part in ["`x__y`", "mcp:x", "[mcp.x]"] {
+        assert!(refusal.contains(part), "{part} in {refusal}");
+    }
+    assert!(!err.contains("MCP server not added"), "{err}");
+    assert!(!stdout(&out).contains("x__y"), "{}", stdout(&out));
 }

@@ -3,6 +3,7 @@
 
 pub mod bindings;
 mod cache;
+mod diagnose;
 mod output;
 mod runtime;
 mod sandbox;

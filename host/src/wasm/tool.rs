@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Store, UpdateDeadline};
 
 use super::bindings::{self, Plugin, PluginPre};
+use super::diagnose;
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
 use crate::config::OnTrap;
@@ -84,6 +85,12 @@ impl WasmRuntime {
     /// Loads the component in `path` as a tool.
     pub async fn load_file(&self, path: &Path) -> Result<WasmTool, LoadError> {
         let source = ToolSource::File(path.to_path_buf());
+        if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
+            return Err(LoadError {
+                plugin: source,
+                kind: LoadErrorKind::Folder,
+            });
+        }
         match tokio::fs::read(path).await {
             Ok(bytes) => self.load(source, bytes).await,
             Err(e) => Err(LoadError {
@@ -101,8 +108,12 @@ impl WasmRuntime {
             plugin: source.clone(),
             kind,
         };
+        if let Some(problem) = diagnose::header_problem(&bytes) {
+            return Err(fail(LoadErrorKind::Compile(problem)));
+        }
+        let len = bytes.len();
         let runtime = self.clone();
-        let (component, info) = tokio::task::spawn_blocking(move || {
+        let (component, info, exports) = tokio::task::spawn_blocking(move || {
             let sha256 = hex::encode(Sha256::digest(&bytes));
             let component = runtime.compile(&bytes, &sha256)?;
             let engine = &runtime.inner.engine;
@@ -111,24 +122,42 @@ impl WasmRuntime {
                 .imports(engine)
                 .map(|(name, _)| name.to_owned())
                 .collect();
+            let exports: Vec<String> = component
+                .component_type()
+                .exports(engine)
+                .map(|(name, _)| name.to_owned())
+                .collect();
             let info = ComponentInfo {
                 sha256,
                 size: bytes.len() as u64,
                 imports,
             };
-            wasmtime::Result::Ok((component, info))
+            wasmtime::Result::Ok((component, info, exports))
         })
         .await
-        .map_err(|e| fail(LoadErrorKind::Compile(e.to_string())))?
-        .map_err(|e| fail(LoadErrorKind::Compile(root_message(&e))))?;
+        .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?
+        .map_err(|e| {
+            fail(LoadErrorKind::Compile(diagnose::compile_problem(
+                &root_message(&e),
+                len,
+            )))
+        })?;
+        if let Some(problem) = diagnose::exports_problem(&exports) {
+            return Err(fail(LoadErrorKind::Contract(problem)));
+        }
 
+        let does_not_fit = |e: wasmtime::Error| {
+            fail(LoadErrorKind::Contract(format!(
+                "does not fit the piton:tool@0.1.0 `plugin` world: {}",
+                diagnose::one_line(&root_message(&e))
+            )))
+        };
         let instance_pre = self
             .inner
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| fail(LoadErrorKind::Contract(root_message(&e))))?;
-        let pre = PluginPre::new(instance_pre)
-            .map_err(|e| fail(LoadErrorKind::Contract(root_message(&e))))?;
+            .map_err(does_not_fit)?;
+        let pre = PluginPre::new(instance_pre).map_err(does_not_fit)?;
 
         let mut tool = WasmTool {
             runtime: self.clone(),
