@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use crate::config::{Config, McpConfig};
 use crate::mcp::{McpServer, McpServerError};
 use crate::plugins::{self, PluginsAt};
+use crate::term::{self, Shown};
 use crate::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
 use crate::{CallError, Content, DONE, HintsTrust, Registry, ToolError, format_size};
 
@@ -383,22 +384,25 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
         },
         None => Config::default(),
     };
-    match plugins::load(&runtime, &at, &config).await {
-        Ok(mut loaded) => {
+    // Servers first: a wasm tool in a server's `{server}__` name space is refused,
+    // never the server (see Registry::add_mcp).
+    let mut registry = Registry::new();
+    forget_upstreams_not_in(&config);
+    for (name, server) in &config.mcp {
+        let added = upstream(name, server)
+            .map_err(|e| e.to_string())
+            .and_then(|server| registry.add_mcp(server).map_err(|e| e.to_string()));
+        if let Err(e) = added {
+            say(format_args!("warning: MCP server not added: {e}"));
+        }
+    }
+    match plugins::load_into(registry, &runtime, &at, &config).await {
+        Ok(loaded) => {
             for error in &loaded.errors {
-                eprintln!("warning: plugin not loaded: {error}");
+                say(format_args!("warning: plugin not loaded: {error}"));
             }
             for name in &loaded.unused_config {
                 eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
-            }
-            forget_upstreams_not_in(&config);
-            for (name, server) in &config.mcp {
-                let added = upstream(name, server)
-                    .map_err(|e| e.to_string())
-                    .and_then(|server| loaded.registry.add_mcp(server).map_err(|e| e.to_string()));
-                if let Err(e) = added {
-                    eprintln!("warning: MCP server not added: {e}");
-                }
             }
             Some(loaded.registry)
         }
@@ -454,9 +458,10 @@ fn upstream(name: &str, config: &McpConfig) -> Result<McpServer, McpServerError>
 async fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
     let listing = registry.list().await;
     for error in &listing.errors {
-        eprintln!("warning: {error}");
+        say(format_args!("warning: {error}"));
     }
     let mut out = io::stdout().lock();
+    let shown = Shown::stdout();
     if as_json {
         let tools: Vec<Value> = listing
             .tools
@@ -472,7 +477,7 @@ async fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
                 })
             })
             .collect();
-        writeln!(out, "{}", pretty(&Value::Array(tools)))?;
+        writeln!(out, "{}", shown.text(&pretty(&Value::Array(tools))))?;
         return Ok(Outcome::Success);
     }
     if listing.tools.is_empty() {
@@ -486,37 +491,86 @@ async fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
         .iter()
         .map(|tool| {
             [
-                tool.spec().name.clone(),
+                term::cut_end(&shown.cell(&tool.spec().name), MAX_NAME_CELL).into_owned(),
                 tool.hints().to_string(),
                 match tool.hints_trust() {
                     HintsTrust::Enforced => "enforced",
                     HintsTrust::Declared => "declared",
                 }
                 .to_owned(),
-                first_line(&tool.spec().description),
-                tool.source().to_string(),
+                shown
+                    .cell(first_line(&tool.spec().description))
+                    .into_owned(),
+                term::cut_start(&shown.cell(&tool.source().to_string()), MAX_SOURCE_CELL)
+                    .into_owned(),
             ]
         })
         .collect();
     let header = ["NAME", "HINTS", "HINTS ARE", "DESCRIPTION", "SOURCE"].map(str::to_owned);
-    let widths: Vec<usize> = (0..5)
-        .map(|i| {
-            rows.iter()
-                .chain([&header])
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in std::iter::once(&header).chain(&rows) {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:w$}"))
-            .collect();
-        writeln!(out, "{}", line.join("  ").trim_end())?;
+    for line in table(&header, rows, DESCRIPTION_COLUMN, term::stdout_width()) {
+        writeln!(out, "{line}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// The widest NAME and SOURCE cells of `piton list`; a longer source keeps its end.
+const MAX_NAME_CELL: usize = 64;
+const MAX_SOURCE_CELL: usize = 48;
+/// The column of `piton list` that gives up room so that lines fit the width.
+const DESCRIPTION_COLUMN: usize = 3;
+/// The narrowest the description column gets, however wide the others are.
+const MIN_DESCRIPTION_CELL: usize = 16;
+
+/// The lines of a table with `header` and `rows`: columns two spaces apart, each as
+/// wide as its widest cell, except column `flexible`, whose cells are cut (ending
+/// in `…`) so that lines fit in `width` columns when the others leave room. Cells
+/// are counted in characters and padded by hand (no formatting widths).
+fn table<const N: usize>(
+    header: &[String; N],
+    mut rows: Vec<[String; N]>,
+    flexible: usize,
+    width: usize,
+) -> Vec<String> {
+    let natural = |rows: &[[String; N]], i: usize| {
+        rows.iter()
+            .chain([header])
+            .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut widths: Vec<usize> = (0..N).map(|i| natural(&rows, i)).collect();
+    let others: usize = widths
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != flexible)
+        .map(|(_, w)| w + 2)
+        .sum();
+    let room = width.saturating_sub(others).max(MIN_DESCRIPTION_CELL);
+    if let Some(w) = widths.get_mut(flexible)
+        && *w > room
+    {
+        *w = room;
+        for row in &mut rows {
+            if let Some(cell) = row.get_mut(flexible) {
+                *cell = term::cut_end(cell, room).into_owned();
+            }
+        }
+    }
+    std::iter::once(header)
+        .chain(&rows)
+        .map(|row| {
+            let mut line = String::new();
+            for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                line.push_str(cell);
+                let pad = w.saturating_sub(cell.chars().count());
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
 }
 
 async fn call(
@@ -556,12 +610,12 @@ async fn call(
             Ok(Outcome::Success)
         }
         Ok(Err(error)) => {
-            eprintln!("{error}");
+            say(format_args!("{error}"));
             Ok(Outcome::ErrorResult)
         }
         Err(CallError::UnknownTool { .. }) => unknown(registry, name),
         Err(error) => {
-            eprintln!("error: {error}");
+            say(format_args!("error: {error}"));
             Ok(Outcome::Stopped)
         }
     }
@@ -572,19 +626,20 @@ fn unknown(registry: &Registry, name: &str) -> io::Result<Outcome> {
         name: name.to_owned(),
         known: registry.names(),
     };
-    eprintln!("error: {error}");
+    say(format_args!("error: {error}"));
     Ok(Outcome::Usage)
 }
 
 fn print_content(tool: &str, content: &[Content], image_dir: Option<PathBuf>) -> io::Result<()> {
     let mut out = io::stdout().lock();
+    let shown = Shown::stdout();
     if content.is_empty() {
         return writeln!(out, "{DONE}");
     }
     for (index, block) in content.iter().enumerate() {
         match block {
-            Content::Text { text } => writeln!(out, "{text}")?,
-            Content::Json { json } => writeln!(out, "{}", pretty(json))?,
+            Content::Text { text } => writeln!(out, "{}", shown.text(text))?,
+            Content::Json { json } => writeln!(out, "{}", shown.text(&pretty(json)))?,
             Content::Image { mime_type, data } => {
                 let dir = image_dir.clone().unwrap_or_else(std::env::temp_dir);
                 let extension = mime_type
@@ -604,7 +659,8 @@ fn print_content(tool: &str, content: &[Content], image_dir: Option<PathBuf>) ->
                 })?;
                 writeln!(
                     out,
-                    "image ({mime_type}, {} bytes) saved to {}",
+                    "image ({}, {} bytes) saved to {}",
+                    shown.cell(mime_type),
                     data.len(),
                     path.display()
                 )?;
@@ -619,7 +675,7 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
         Ok(tool) => tool,
         Err(CallError::UnknownTool { .. }) => return unknown(registry, name),
         Err(error) => {
-            eprintln!("error: {error}");
+            say(format_args!("error: {error}"));
             return Ok(Outcome::Stopped);
         }
     };
@@ -658,12 +714,13 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
         "sandbox": sandbox,
     });
     let mut out = io::stdout().lock();
+    let shown = Shown::stdout();
     if as_json {
-        writeln!(out, "{}", pretty(&report))?;
+        writeln!(out, "{}", shown.text(&pretty(&report)))?;
         return Ok(Outcome::Success);
     }
-    writeln!(out, "name:        {}", spec.name)?;
-    writeln!(out, "description: {}", spec.description)?;
+    writeln!(out, "name:        {}", shown.cell(&spec.name))?;
+    writeln!(out, "description: {}", shown.text(&spec.description))?;
     writeln!(out, "parallel:    {}", spec.parallel)?;
     writeln!(
         out,
@@ -671,7 +728,11 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
         tool.hints(),
         tool.hints_trust()
     )?;
-    writeln!(out, "source:      {}", tool.source())?;
+    writeln!(
+        out,
+        "source:      {}",
+        shown.cell(&tool.source().to_string())
+    )?;
     if let Some(w) = wasm {
         let info = w.info();
         writeln!(out, "size:        {} bytes", info.size)?;
@@ -715,10 +776,14 @@ async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<O
         writeln!(out, "  env:       {}", list_or_none(&env))?;
         writeln!(out, "imports:")?;
         for import in &info.imports {
-            writeln!(out, "  {import}")?;
+            writeln!(out, "  {}", shown.cell(import))?;
         }
     }
-    writeln!(out, "input schema:\n{}", pretty(&spec.input_schema))?;
+    writeln!(
+        out,
+        "input schema:\n{}",
+        shown.text(&pretty(&spec.input_schema))
+    )?;
     Ok(Outcome::Success)
 }
 
@@ -735,8 +800,14 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
-fn first_line(text: &str) -> String {
-    text.lines().next().unwrap_or("").to_owned()
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+/// Prints a line on stderr, escaped when stderr is a terminal: it may carry what a
+/// tool or an upstream server wrote.
+fn say(line: std::fmt::Arguments<'_>) {
+    eprintln!("{}", Shown::stderr().text(&line.to_string()));
 }
 
 #[cfg(test)]

@@ -107,14 +107,17 @@ pub enum LoadErrorKind {
     /// The file could not be read.
     #[error("cannot read the file: {0}")]
     Io(#[from] std::io::Error),
-    /// Not a WebAssembly component, or it does not compile.
-    #[error(
-        "not a loadable WebAssembly component ({0}); build it for wasm32-wasip2 or with \
-         `wasm-tools component new`"
-    )]
+    /// A folder whose name ends in `.wasm`.
+    #[error("a folder, not a component file; rename it or move it out of the plugins folder")]
+    Folder,
+    /// Not a WebAssembly component (not wasm, empty, a core module, truncated), or it
+    /// does not compile: what it is and the fix, in one line.
+    #[error("{0}")]
     Compile(String),
-    /// It does not export `piton:tool/tool@0.1.0`, or imports something piton does not give.
-    #[error("does not fit the piton:tool@0.1.0 `plugin` world: {0}")]
+    /// It does not export `piton:tool/tool@0.1.0` (a wasi:cli command, another
+    /// interface or version), or imports something piton does not give: what it is
+    /// and the fix, in one line.
+    #[error("{0}")]
     Contract(String),
     /// `spec` or `hints` trapped or ran too long.
     #[error("trapped while reading its spec or hints: {0}")]

@@ -43,6 +43,7 @@ pub mod plugins;
 pub mod protected;
 mod registry;
 mod schema;
+mod term;
 mod tool;
 pub mod wasm;
 
@@ -52,8 +53,8 @@ pub use hints::{Hints, HintsError};
 pub use limits::{Limits, format_size};
 pub use registry::{Listing, Registry};
 pub use tool::{
-    Args, Content, DONE, DynTool, HintsTrust, Tool, ToolError, ToolResult, ToolSource, ToolSpec,
-    check_tool_name,
+    Args, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION, MAX_INPUT_SCHEMA, Tool, ToolError,
+    ToolResult, ToolSource, ToolSpec, check_spec_size, check_tool_name,
 };
 
 /// A path from the environment variable `name`; unset or empty is `None`.

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::config::McpConnect;
 use crate::error::LoadErrorKind;
+use crate::mcp::StdioCommand;
 use crate::protected::Protected;
 use crate::wasm::{WasmRuntime, WasmTool};
 use crate::{LoadError, Registry, Tool as _, ToolSource};
@@ -100,7 +102,29 @@ pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Prot
     for cache in caches {
         protected.add("the compile cache", &cache);
     }
+    for (name, server) in &config.mcp {
+        if let McpConnect::Stdio(command) = &server.connect {
+            for file in command_files(command) {
+                protected.add(&format!("a file [mcp.{name}] runs"), &file);
+            }
+        }
+    }
     protected
+}
+
+/// The files an upstream stdio server's command line names: its program when given as a
+/// path, and each argument naming an existing file (`python server.py`), relative to its
+/// `cwd`. Whoever rewrites one runs code as piton at the next connect.
+fn command_files(command: &StdioCommand) -> Vec<PathBuf> {
+    let base = command.cwd.clone().unwrap_or_default();
+    let program = Path::new(&command.program);
+    let program = (program.components().count() > 1).then(|| base.join(program));
+    let args = command
+        .args
+        .iter()
+        .map(|arg| base.join(arg))
+        .filter(|path| path.is_file());
+    program.into_iter().chain(args).collect()
 }
 
 /// Loads every plugin of `at` and applies `config` to the tools it names. A plugin
@@ -109,6 +133,18 @@ pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Prot
 /// first (by file name) and report the second, naming both. A tool granted "write"
 /// on a place piton loads or trusts ([`protected`]) is not loaded.
 pub async fn load(
+    runtime: &WasmRuntime,
+    at: &PluginsAt,
+    config: &Config,
+) -> Result<Loaded, FolderError> {
+    load_into(Registry::default(), runtime, at, config).await
+}
+
+/// [`load`] into `registry`, which may already hold tools and upstream servers: a
+/// plugin whose name collides with one of them (or is in a server's `{server}__`
+/// name space) is the one reported.
+pub async fn load_into(
+    registry: Registry,
     runtime: &WasmRuntime,
     at: &PluginsAt,
     config: &Config,
@@ -129,7 +165,10 @@ pub async fn load(
         }
     };
     let protected = protected(at, config, runtime);
-    let mut loaded = Loaded::default();
+    let mut loaded = Loaded {
+        registry,
+        ..Loaded::default()
+    };
     let mut used = std::collections::BTreeSet::new();
     for load in loads {
         let added = load
@@ -171,12 +210,15 @@ pub fn bundled_bytes(package: &str) -> Option<&'static [u8]> {
         .map(|(_, bytes)| *bytes)
 }
 
-/// The `*.wasm` files directly in `folder`, sorted by name.
+/// The `*.wasm` entries directly in `folder`, sorted by name: files, and folders
+/// so named (each reported as a load error rather than skipped in silence).
 fn wasm_files(folder: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(folder)?
         .filter_map(Result::ok)
         .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm") && path.is_file())
+        .filter(|path| {
+            path.extension().is_some_and(|ext| ext == "wasm") && (path.is_file() || path.is_dir())
+        })
         .collect();
     files.sort();
     Ok(files)

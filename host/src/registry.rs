@@ -9,7 +9,7 @@ use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::error::LoadErrorKind;
 use crate::mcp::McpServer;
 use crate::schema::InputSchema;
-use crate::tool::check_tool_name;
+use crate::tool::{check_spec_size, check_tool_name};
 use crate::{Args, CallError, DynTool, Hints, LoadError, Tool, ToolError, ToolResult, ToolSource};
 
 /// Every tool by name: the seed's `tool_map`.
@@ -57,8 +57,9 @@ impl Registry {
         Self::default()
     }
 
-    /// Adds a tool. Its name must match `[A-Za-z0-9_-]{1,64}`, its input schema must
-    /// be an object schema, its hints must agree with each other, and no other tool
+    /// Adds a tool. Its name must match `[A-Za-z0-9_-]{1,64}`, its description and
+    /// input schema must fit [`check_spec_size`](crate::check_spec_size), its input
+    /// schema must be an object schema, its hints must agree with each other, and no other tool
     /// may have its name: a duplicate is an error naming both sources, never a silent
     /// override.
     pub fn add(&mut self, tool: impl Tool + 'static) -> Result<(), LoadError> {
@@ -73,6 +74,8 @@ impl Registry {
         };
         let spec = tool.spec();
         check_tool_name(&spec.name).map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
+        check_spec_size(&spec.description, spec.input_schema.to_string().len())
+            .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
         let schema = if tool.checks_whole_schema() {
             InputSchema::new(&spec.input_schema)
         } else {
@@ -92,7 +95,9 @@ impl Registry {
             && self.servers.contains_key(server)
         {
             return Err(fail(LoadErrorKind::Invalid(format!(
-                "tool name `{}` is in the name space of MCP server `{server}`; rename the tool",
+                "tool `{}` is in the name space of MCP server `{server}` (mcp:{server}, \
+                 piton.toml [mcp.{server}]): every `{server}__*` name is that server's; \
+                 rename the tool (piton.toml [tools.NAME] name = ...)",
                 spec.name
             ))));
         }
@@ -104,6 +109,12 @@ impl Registry {
     /// Adds an upstream MCP server; its tools join as `{server}__{tool}` when it is
     /// first used (nothing connects here). Its name must be unique and no tool may
     /// already use its `{server}__` prefix.
+    ///
+    /// The whole `{server}__` name space is the server's, not only the names it lists:
+    /// its tools are not known until it connects and may change at any time, so a tool
+    /// added here with such a name (before or after the server) is refused, naming
+    /// both sources. The CLI adds servers first, so piton.toml's servers keep their
+    /// names and a wasm tool in their name space is the one refused.
     pub fn add_mcp(&mut self, server: McpServer) -> Result<(), LoadError> {
         let name = server.name().to_owned();
         let fail = |message: String| LoadError {
@@ -116,9 +127,17 @@ impl Registry {
             )));
         }
         let prefix = format!("{name}__");
-        if let Some(tool) = self.tools.keys().find(|t| t.starts_with(&prefix)) {
+        if let Some(entry) = self
+            .tools
+            .iter()
+            .find_map(|(t, entry)| t.starts_with(&prefix).then_some(entry))
+        {
             return Err(fail(format!(
-                "tool `{tool}` already uses the name space of MCP server `{name}`; rename one"
+                "MCP server `{name}` (piton.toml [mcp.{name}]) is not added: tool `{}` of {} \
+                 is in its name space (every `{name}__*` name is the server's); rename the \
+                 tool or the server",
+                entry.tool.spec().name,
+                entry.tool.source()
             )));
         }
         self.servers.insert(name, server);

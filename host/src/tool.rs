@@ -176,7 +176,14 @@ pub type DynTool = Arc<dyn Tool>;
 
 /// Checks a tool name against `[A-Za-z0-9_-]{1,64}`.
 pub fn check_tool_name(name: &str) -> Result<(), String> {
-    let ok = (1..=64).contains(&name.len())
+    if name.len() > 64 {
+        // Not echoed: a guest's name may be megabytes long.
+        return Err(format!(
+            "tool name of {} bytes is not allowed: use 1 to 64 letters, digits, '_' or '-'",
+            name.len()
+        ));
+    }
+    let ok = !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
@@ -187,6 +194,33 @@ pub fn check_tool_name(name: &str) -> Result<(), String> {
             "tool name {name:?} is not allowed: use 1 to 64 letters, digits, '_' or '-'"
         ))
     }
+}
+
+/// The most bytes a tool's description may have: 64 KiB. A longer one is refused
+/// at load (a wasm plugin is not loaded; an upstream server's tool is left out).
+pub const MAX_DESCRIPTION: usize = 64 * 1024;
+
+/// The most bytes a tool's input schema may have as JSON text: 256 KiB.
+pub const MAX_INPUT_SCHEMA: usize = 256 * 1024;
+
+/// Checks the sizes a spec may carry: a description of at most [`MAX_DESCRIPTION`]
+/// bytes and an input schema of at most [`MAX_INPUT_SCHEMA`] bytes of JSON text
+/// (`schema_len`). Names are checked by [`check_tool_name`].
+pub fn check_spec_size(description: &str, schema_len: usize) -> Result<(), String> {
+    if description.len() > MAX_DESCRIPTION {
+        return Err(format!(
+            "its description is {} bytes, over the limit of {}; shorten it",
+            description.len(),
+            crate::format_size(MAX_DESCRIPTION as u64)
+        ));
+    }
+    if schema_len > MAX_INPUT_SCHEMA {
+        return Err(format!(
+            "its input schema is {schema_len} bytes of JSON, over the limit of {}; shorten it",
+            crate::format_size(MAX_INPUT_SCHEMA as u64)
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -201,6 +235,28 @@ mod tests {
         for bad in ["", "has space", "dot.name", "ü", &"x".repeat(65)] {
             assert!(check_tool_name(bad).is_err(), "{bad}");
         }
+        let long = check_tool_name(&"x".repeat(1 << 20)).unwrap_err();
+        assert!(
+            long.starts_with("tool name of 1048576 bytes"),
+            "{long:.100}"
+        );
+        assert!(long.len() < 200, "a long name is not echoed: {long:.100}");
+    }
+
+    #[test]
+    fn spec_sizes_are_bounded() {
+        assert!(check_spec_size(&"d".repeat(MAX_DESCRIPTION), MAX_INPUT_SCHEMA).is_ok());
+        assert_eq!(
+            check_spec_size(&"d".repeat(MAX_DESCRIPTION + 1), 2),
+            Err("its description is 65537 bytes, over the limit of 64 KiB; shorten it".into())
+        );
+        assert_eq!(
+            check_spec_size("", MAX_INPUT_SCHEMA + 1),
+            Err(
+                "its input schema is 262145 bytes of JSON, over the limit of 256 KiB; shorten it"
+                    .into()
+            )
+        );
     }
 
     #[test]

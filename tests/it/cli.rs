@@ -213,7 +213,7 @@ fn a_bad_plugin_is_reported_by_file_and_the_others_still_load() {
     assert!(stdout(&out).contains("word_count"));
     let err = stderr(&out);
     assert!(
-        err.contains("garbage.wasm: not a loadable WebAssembly component"),
+        err.contains("garbage.wasm: not WebAssembly (no \\0asm header at its start)"),
         "{err}"
     );
 }
@@ -284,4 +284,230 @@ fn with_verbose_guest_output_is_logged_bounded_and_named_on_stderr() {
     assert!(err.contains("more bytes dropped]"), "the rest is dropped");
     // 16 MiB were written to each stream; 64 KiB of each are kept.
     assert!(err.len() < 256 * 1024, "stderr holds {} bytes", err.len());
+}
+
+#[test]
+fn list_of_a_plugin_with_a_50_mb_description_refuses_it_and_lists_the_others() {
+    let folder = plugins_folder(&[
+        ("huge.wasm", guests::HOSTILE_HUGE_DESCRIPTION),
+        ("word_count.wasm", plugins::WORD_COUNT),
+    ]);
+    for args in [vec!["list"], vec!["list", "--json"]] {
+        let out = run(piton().args(&args).arg("--plugins").arg(folder.path()));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {:.2000}",
+            stderr(&out)
+        );
+        assert!(stdout(&out).contains("word_count"), "{args:?}");
+        assert!(!stdout(&out).contains("huge_description"), "{args:?}");
+        let err = stderr(&out);
+        let line = err
+            .lines()
+            .find(|l| l.contains("huge.wasm"))
+            .unwrap_or_else(|| panic!("{args:?}: the refusal names the file: {err:.2000}"));
+        assert!(
+            line.contains("64 KiB"),
+            "{args:?}: names the limit: {line:.2000}"
+        );
+        assert!(line.len() < 400, "{args:?}: one short line: {line:.2000}");
+    }
+    let out = run(piton()
+        .args(["inspect", "huge_description", "--plugins"])
+        .arg(folder.path()));
+    assert_eq!(out.status.code(), Some(2), "{:.2000}", stderr(&out));
+}
+
+#[test]
+fn a_plugin_with_a_1_mb_input_schema_is_refused_naming_the_limit() {
+    let folder = plugins_folder(&[("big.wasm", guests::HOSTILE_BIG_SCHEMA)]);
+    let out = run(piton().args(["list", "--plugins"]).arg(folder.path()));
+    assert_eq!(out.status.code(), Some(0), "{:.2000}", stderr(&out));
+    assert_eq!(stdout(&out), "no tools\n");
+    let err = stderr(&out);
+    assert!(
+        err.contains("big.wasm") && err.contains("256 KiB"),
+        "{err:.2000}"
+    );
+    assert!(err.len() < 600, "{err:.2000}");
+}
+
+#[test]
+fn list_cuts_a_wide_description_to_the_width() {
+    let folder = plugins_folder(&[("escapes.wasm", guests::HOSTILE_ESCAPES)]);
+    let out = run(piton().args(["list", "--plugins"]).arg(folder.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 160,
+            "piped: at most 160 columns: {line}"
+        );
+    }
+    let row = text.lines().find(|l| l.starts_with("escapes")).unwrap();
+    assert!(row.contains("…"), "a cut cell ends with …: {row}");
+    assert!(
+        row.contains("escapes.wasm"),
+        "the source column is kept: {row}"
+    );
+
+    let out = run_in_terminal(&[
+        "list".as_ref(),
+        "--plugins".as_ref(),
+        folder.path().as_os_str(),
+    ]);
+    let text = stdout(&out);
+    for line in text.lines() {
+        assert!(
+            line.trim_end_matches('\r').chars().count() <= 120,
+            "a terminal 120 columns wide: {line}"
+        );
+    }
+}
+
+/// What the escapes guest returns: OSC 52 (write the clipboard), CSI 2J (clear the
+/// screen), a NUL, a tab, a newline and a bell.
+const RAW_ESCAPES: &str = "before\x1b]52;c;cHduZWQ=\x07\x1b[2J\0nul\ttab\nline two\x07";
+/// The same, as a terminal must show it.
+const SHOWN_ESCAPES: &str = "before\\e]52;c;cHduZWQ=\\x07\\e[2J\\x00nul\ttab\r\nline two\\x07";
+
+#[test]
+fn call_on_a_terminal_shows_control_characters_escaped_and_piped_stays_raw() {
+    let folder = plugins_folder(&[("escapes.wasm", guests::HOSTILE_ESCAPES)]);
+    let out = run_in_terminal(&[
+        "call".as_ref(),
+        "escapes".as_ref(),
+        "--plugins".as_ref(),
+        folder.path().as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains(SHOWN_ESCAPES), "{shown:?}");
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0),
+        "{shown:?}"
+    );
+
+    let out = run(piton()
+        .args(["call", "escapes", "--plugins"])
+        .arg(folder.path()));
+    assert_eq!(stdout(&out), format!("{RAW_ESCAPES}\n"), "piped: raw");
+}
+
+#[test]
+fn a_guest_error_on_a_terminal_is_shown_escaped() {
+    let folder = plugins_folder(&[("escapes.wasm", guests::HOSTILE_ESCAPES)]);
+    let out = run_in_terminal(&[
+        "call".as_ref(),
+        "escapes".as_ref(),
+        r#"{"fail":true}"#.as_ref(),
+        "--plugins".as_ref(),
+        folder.path().as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains(SHOWN_ESCAPES), "{shown:?}");
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0),
+        "{shown:?}"
+    );
+
+    let out = run(piton()
+        .args(["call", "escapes", r#"{"fail":true}"#, "--plugins"])
+        .arg(folder.path()));
+    assert_eq!(stderr(&out), format!("{RAW_ESCAPES}\n"), "piped: raw");
+}
+
+#[test]
+fn list_and_inspect_on_a_terminal_show_a_description_escaped() {
+    let folder = plugins_folder(&[("escapes.wasm", guests::HOSTILE_ESCAPES)]);
+    for args in [vec!["list"], vec!["inspect", "escapes"]] {
+        let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        args.extend(["--plugins".as_ref(), folder.path().as_os_str()]);
+        let out = run_in_terminal(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        let shown = stdout(&out);
+        assert!(shown.contains(r"Escapes\e]52;c;cHduZWQ=\x07"), "{shown:?}");
+        assert!(!out.stdout.contains(&0x1b), "{args:?}: {shown:?}");
+    }
+}
+
+/// The peak resident memory of `piton ARGS`, in KiB (python3's getrusage).
+fn peak_rss_kib(args: &[&std::ffi::OsStr]) -> (u64, std::process::Output) {
+    const SCRIPT: &str = "import resource, subprocess, sys\n\
+        p = subprocess.run(sys.argv[1:], capture_output=True)\n\
+        sys.stdout.buffer.write(p.stderr)\n\
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+        sys.exit(p.returncode)";
+    let plain = piton();
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg("-c")
+        .arg(SCRIPT)
+        .arg(plain.get_program())
+        .args(args);
+    if let Some(dir) = plain.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (key, value) in plain.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let out = run(&mut cmd);
+    let text = stdout(&out);
+    let kib = text
+        .lines()
+        .last()
+        .and_then(|line| line.trim().parse().ok())
+        .expect("python3 prints the peak RSS last");
+    (kib, out)
+}
+
+#[test]
+fn a_result_of_aliased_strings_is_refused_before_the_host_copies_it() {
+    let folder = plugins_folder(&[
+        ("alias.wasm", guests::HOSTILE_ALIAS_OUTPUT),
+        ("counter.wasm", guests::HOSTILE_COUNTER),
+    ]);
+    let call = |name: &str| {
+        peak_rss_kib(&[
+            "call".as_ref(),
+            name.as_ref(),
+            "--plugins".as_ref(),
+            folder.path().as_os_str(),
+        ])
+    };
+    let (baseline, _) = call("counter");
+    let (peak, out) = call("alias_output");
+    assert_eq!(out.status.code(), Some(3), "a trap: {}", stdout(&out));
+    assert!(stdout(&out).contains("alias_output"), "{}", stdout(&out));
+    // 120 MiB would be copied; the output limit is 16 MiB.
+    assert!(
+        peak < baseline + 48 * 1024,
+        "peak {peak} KiB, a plain call {baseline} KiB: {}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_wasm_tool_in_the_name_space_of_a_configured_server_is_refused_and_the_server_kept() {
+    let folder = plugins_folder(&[("counter.wasm", guests::HOSTILE_COUNTER)]);
+    std::fs::write(
+        folder.path().join("piton.toml"),
+        "[tools.counter]\nname = \"x__y\"\n\n[mcp.x]\ncommand = \"piton-test-no-such-server\"\n",
+    )
+    .unwrap();
+    let out = run(piton().args(["list", "--plugins"]).arg(folder.path()));
+    let err = stderr(&out);
+    let refusal = err
+        .lines()
+        .find(|l| l.contains("counter.wasm"))
+        .unwrap_or_else(|| panic!("the wasm tool is refused: {err}"));
+    for part in ["`x__y`", "mcp:x", "[mcp.x]"] {
+        assert!(refusal.contains(part), "{part} in {refusal}");
+    }
+    assert!(!err.contains("MCP server not added"), "{err}");
+    assert!(!stdout(&out).contains("x__y"), "{}", stdout(&out));
 }

@@ -270,7 +270,7 @@ fn a_tool_creating_sockets_is_stopped_at_the_descriptor_limit() {
     let mut served = Served::start(
         dir.path(),
         &[("hoard.wasm", guests::HOSTILE_HOARD)],
-        "[tools.hoard]\ntimeout = \"100s\"\nnetwork = [\"127.0.0.1:9\"]\n",
+        "[tools.hoard]\ntimeout = \"100s\"\nnetwork = [{ host = \"127.0.0.1:9\", tcp = true }]\n",
         None,
     );
     served.call(

@@ -310,3 +310,37 @@ fn a_read_mount_of_the_plugins_folder_and_config_loads() {
         serve.stderr()
     );
 }
+
+/// A stdio upstream's script is code piton runs at the next connect: a tool granted
+/// "write" on the folder holding it could rewrite it. Both the program given as a path
+/// and a file named by an argument are protected.
+#[test]
+fn a_tool_cannot_be_granted_write_on_an_upstream_servers_script() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = dir.path().join("server");
+    std::fs::create_dir(&server).expect("server folder");
+    std::fs::write(server.join("server.py"), "print()\n").expect("script");
+    std::fs::write(server.join("run.sh"), "#!/bin/sh\n").expect("script");
+    let file = dir.path().join("piton.toml");
+    let at = piton_host::plugins::PluginsAt::Folder(dir.path().join("plugins"));
+    for command in ["python3 server.py", "./run.sh"] {
+        let text = format!(
+            "[mcp.py]\ncommand = \"{command}\"\ncwd = \"server\"\n\n[tools.w]\nmounts = [{}]\n",
+            write_mount(&server, "/w"),
+        );
+        let config = piton_host::config::Config::parse(&text, &file, &|_| None)
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        let protected = piton_host::plugins::protected(&at, &config, crate::support::runtime());
+        let refused = protected
+            .check(&config.tools["w"].grants)
+            .expect_err("a write mount holding the server's script is refused");
+        assert!(refused.contains("[mcp.py]"), "{command}: {refused}");
+        let read = text.replace("\"write\"", "\"read\"");
+        let config = piton_host::config::Config::parse(&read, &file, &|_| None).expect("parses");
+        assert_eq!(
+            protected.check(&config.tools["w"].grants),
+            Ok(()),
+            "{command}"
+        );
+    }
+}

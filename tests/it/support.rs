@@ -127,3 +127,43 @@ pub(crate) fn plugins_folder(files: &[(&str, &str)]) -> tempfile::TempDir {
     }
     dir
 }
+
+/// Runs `piton ARGS` with stdout and stderr on a pseudo-terminal (python3's `os.openpty`,
+/// 120 columns wide), as a user at a terminal sees it; returns what the terminal got.
+pub(crate) fn run_in_terminal(args: &[&std::ffi::OsStr]) -> Output {
+    const SCRIPT: &str = r#"
+import os, subprocess, sys, termios
+master, slave = os.openpty()
+termios.tcsetwinsize(slave, (40, 120))
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+os.close(slave)
+out = b""
+while True:
+    try:
+        data = os.read(master, 65536)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+sys.stdout.buffer.write(out)
+sys.exit(child.wait())
+"#;
+    let plain = piton();
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
+        .arg(SCRIPT)
+        .arg(plain.get_program())
+        .args(args);
+    if let Some(dir) = plain.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (key, value) in plain.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd.stdin(Stdio::null());
+    run(&mut cmd)
+}

@@ -636,3 +636,15 @@ async fn a_server_that_never_answers_is_given_up_on_and_the_others_are_listed() 
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_short_secret_in_stderr_is_masked_too() {
+    let script = "echo \"pin $PIN rejected\" >&2; exit 1";
+    let mut command = piton_host::mcp::StdioCommand::new("sh", ["-c", script]);
+    command.env.insert("PIN".into(), "7Q!".into());
+    let server = McpServer::stdio("pinned", command).expect("made");
+    let registry = registry_with(server);
+    let error = registry.list().await.errors[0].to_string();
+    assert!(error.contains("pin *** rejected"), "{error}");
+    assert!(!error.contains("7Q!"), "{error}");
+}

@@ -572,12 +572,9 @@ impl McpServer {
             })?;
         // Values given to the server in `env` (tokens, keys) are masked before a line
         // is logged or quoted in an error an MCP client may see.
-        let secrets = command
-            .env
-            .values()
-            .filter(|v| v.len() >= 4)
-            .cloned()
-            .collect();
+        // Every value, however short: a 3-byte PIN is still a secret (a value like
+        // "0" makes the log noisier, never leakier).
+        let secrets = command.env.values().cloned().collect();
         let tail = stderr.map(|stderr| Tail::follow(stderr, self.inner.name.clone(), secrets));
         Ok((process, tail))
     }

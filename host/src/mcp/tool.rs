@@ -39,6 +39,12 @@ impl McpTool {
         let name = format!("{}__{}", server.name(), remote.name);
         crate::check_tool_name(&name)?;
         let input_schema = Value::Object((*remote.input_schema).clone());
+        let description = remote
+            .description
+            .as_deref()
+            .or(remote.title.as_deref())
+            .unwrap_or_default();
+        crate::check_spec_size(description, input_schema.to_string().len())?;
         let schema = InputSchema::required_only(&input_schema)?;
         let tool = Self {
             server: server.downgrade(),
@@ -46,12 +52,7 @@ impl McpTool {
             remote_name: remote.name.to_string(),
             spec: ToolSpec {
                 name,
-                description: remote
-                    .description
-                    .as_deref()
-                    .or(remote.title.as_deref())
-                    .unwrap_or_default()
-                    .to_owned(),
+                description: description.to_owned(),
                 input_schema,
                 parallel: true,
             },

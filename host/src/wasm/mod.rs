@@ -3,6 +3,7 @@
 
 pub mod bindings;
 mod cache;
+mod diagnose;
 pub(crate) mod fds;
 mod output;
 mod runtime;

@@ -11,6 +11,7 @@ use wasmtime::component::ResourceTableError;
 use wasmtime::{Store, UpdateDeadline};
 
 use super::bindings::{self, Plugin, PluginPre};
+use super::diagnose;
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
 use crate::config::OnTrap;
@@ -56,6 +57,19 @@ impl std::fmt::Debug for WasmTool {
     }
 }
 
+/// The most bytes the host copies out of a guest's `spec` (its name, description and
+/// input schema together): the limits of [`check_spec_size`](crate::check_spec_size)
+/// and room for the name. A guest that returns more is refused at load before its
+/// text is copied.
+const SPEC_FUEL: usize = crate::MAX_DESCRIPTION + crate::MAX_INPUT_SCHEMA + 64 * 1024;
+
+/// Room in a call's hostcall fuel beyond its output limit (list headers, a guest's
+/// own host calls); `hints-for` gets this alone.
+const CALL_FUEL_SLACK: usize = 1024 * 1024;
+
+/// What wasmtime says when a guest hands the host more than its hostcall fuel.
+const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
+
 /// Raised by the epoch callback when a call's deadline has passed.
 #[derive(Debug, thiserror::Error)]
 #[error("deadline exceeded")]
@@ -74,6 +88,12 @@ impl WasmRuntime {
     /// Loads the component in `path` as a tool.
     pub async fn load_file(&self, path: &Path) -> Result<WasmTool, LoadError> {
         let source = ToolSource::File(path.to_path_buf());
+        if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
+            return Err(LoadError {
+                plugin: source,
+                kind: LoadErrorKind::Folder,
+            });
+        }
         match tokio::fs::read(path).await {
             Ok(bytes) => self.load(source, bytes).await,
             Err(e) => Err(LoadError {
@@ -91,8 +111,12 @@ impl WasmRuntime {
             plugin: source.clone(),
             kind,
         };
+        if let Some(problem) = diagnose::header_problem(&bytes) {
+            return Err(fail(LoadErrorKind::Compile(problem)));
+        }
+        let len = bytes.len();
         let runtime = self.clone();
-        let (component, info) = tokio::task::spawn_blocking(move || {
+        let (component, info, exports) = tokio::task::spawn_blocking(move || {
             let sha256 = hex::encode(Sha256::digest(&bytes));
             let component = runtime.compile(&bytes, &sha256)?;
             let engine = &runtime.inner.engine;
@@ -101,24 +125,42 @@ impl WasmRuntime {
                 .imports(engine)
                 .map(|(name, _)| name.to_owned())
                 .collect();
+            let exports: Vec<String> = component
+                .component_type()
+                .exports(engine)
+                .map(|(name, _)| name.to_owned())
+                .collect();
             let info = ComponentInfo {
                 sha256,
                 size: bytes.len() as u64,
                 imports,
             };
-            wasmtime::Result::Ok((component, info))
+            wasmtime::Result::Ok((component, info, exports))
         })
         .await
-        .map_err(|e| fail(LoadErrorKind::Compile(e.to_string())))?
-        .map_err(|e| fail(LoadErrorKind::Compile(root_message(&e))))?;
+        .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?
+        .map_err(|e| {
+            fail(LoadErrorKind::Compile(diagnose::compile_problem(
+                &root_message(&e),
+                len,
+            )))
+        })?;
+        if let Some(problem) = diagnose::exports_problem(&exports) {
+            return Err(fail(LoadErrorKind::Contract(problem)));
+        }
 
+        let does_not_fit = |e: wasmtime::Error| {
+            fail(LoadErrorKind::Contract(format!(
+                "does not fit the piton:tool@0.1.0 `plugin` world: {}",
+                diagnose::one_line(&root_message(&e))
+            )))
+        };
         let instance_pre = self
             .inner
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| fail(LoadErrorKind::Contract(root_message(&e))))?;
-        let pre = PluginPre::new(instance_pre)
-            .map_err(|e| fail(LoadErrorKind::Contract(root_message(&e))))?;
+            .map_err(does_not_fit)?;
+        let pre = PluginPre::new(instance_pre).map_err(does_not_fit)?;
 
         let mut tool = WasmTool {
             runtime: self.clone(),
@@ -141,6 +183,7 @@ impl WasmRuntime {
             .in_fresh_instance(
                 &Limits::default(),
                 &Capabilities::default(),
+                SPEC_FUEL,
                 Box::new(|store, plugin| {
                     Box::pin(async move {
                         let guest = plugin.piton_tool_tool();
@@ -151,7 +194,22 @@ impl WasmRuntime {
                 }),
             )
             .await
-            .map_err(|e| fail(LoadErrorKind::Trap(trap_text(e))))?;
+            .map_err(|e| {
+                let text = trap_text(e);
+                fail(if text.contains(FUEL_EXHAUSTED) {
+                    LoadErrorKind::Invalid(format!(
+                        "its spec is over {}, more than piton reads (a description may have \
+                         at most {}, an input schema at most {} of JSON); shorten them",
+                        crate::format_size(SPEC_FUEL as u64),
+                        crate::format_size(crate::MAX_DESCRIPTION as u64),
+                        crate::format_size(crate::MAX_INPUT_SCHEMA as u64),
+                    ))
+                } else {
+                    LoadErrorKind::Trap(text)
+                })
+            })?;
+        crate::check_spec_size(&spec.description, spec.input_schema.len())
+            .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
         tool.spec = ToolSpec {
             input_schema: serde_json::from_str(&spec.input_schema).map_err(|e| {
                 fail(LoadErrorKind::Invalid(format!(
@@ -232,10 +290,14 @@ impl WasmTool {
     /// Runs `op` in a fresh instance with `caps` and nothing else, under `limits`: a
     /// memory limit, a deadline (epoch callback for running code, a timer for code
     /// waiting in a host call), and captured output logged with the tool's name.
+    ///
+    /// `fuel` bounds the bytes the host copies out of the guest in one go (a result,
+    /// or the arguments of one host call): see [`Store::set_hostcall_fuel`].
     async fn in_fresh_instance<R: Send>(
         &self,
         limits: &Limits,
         caps: &Capabilities,
+        fuel: usize,
         op: GuestOp<R>,
     ) -> Result<R, CallError> {
         let name = self.spec.name.as_str();
@@ -248,6 +310,7 @@ impl WasmTool {
             .map_err(|e| self.host_fault(e))?;
         let sandbox = Sandbox::new(limits, caps, &self.pins).map_err(|e| self.host_fault(e))?;
         let mut store = self.new_store(limits, sandbox);
+        store.set_hostcall_fuel(fuel);
         let outcome = tokio::time::timeout(limits.timeout, async {
             let plugin = self.pre.instantiate_async(&mut store).await?;
             op(&mut store, plugin).await
@@ -453,6 +516,7 @@ impl Tool for WasmTool {
             .in_fresh_instance(
                 &self.limits,
                 &Capabilities::default(),
+                CALL_FUEL_SLACK,
                 Box::new(move |store, plugin| {
                     Box::pin(
                         async move { plugin.piton_tool_tool().call_hints_for(store, &text).await },
@@ -486,11 +550,28 @@ impl WasmTool {
             .in_fresh_instance(
                 &self.limits,
                 &self.grants.for_call(hints),
+                usize::try_from(self.limits.max_output)
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(CALL_FUEL_SLACK),
                 Box::new(move |store, plugin| {
                     Box::pin(async move { plugin.piton_tool_tool().call_run(store, &text).await })
                 }),
             )
-            .await?;
+            .await
+            .map_err(|error| match error {
+                CallError::Trap {
+                    tool,
+                    trap: Trap::Guest(message),
+                } if message.contains(FUEL_EXHAUSTED) => CallError::Trap {
+                    tool,
+                    trap: Trap::Guest(format!(
+                        "returned (or passed in one host call) data over its output limit of {}; \
+                         stopped before piton copied it",
+                        crate::format_size(self.limits.max_output)
+                    )),
+                },
+                other => other,
+            })?;
         self.convert(result)
     }
 }
