@@ -440,21 +440,7 @@ fn peak_rss_kib(args: &[&std::ffi::OsStr]) -> (u64, std::process::Output) {
         sys.stdout.buffer.write(p.stderr)\n\
         print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
         sys.exit(p.returncode)";
-    let plain = piton();
-    let mut cmd = std::process::Command::new("python3");
-    cmd.arg("-c")
-        .arg(SCRIPT)
-        .arg(plain.get_program())
-        .args(args);
-    if let Some(dir) = plain.get_current_dir() {
-        cmd.current_dir(dir);
-    }
-    for (key, value) in plain.get_envs() {
-        match value {
-            Some(value) => cmd.env(key, value),
-            None => cmd.env_remove(key),
-        };
-    }
+    let mut cmd = python_running_piton(SCRIPT, args);
     let out = run(&mut cmd);
     let text = stdout(&out);
     let kib = text

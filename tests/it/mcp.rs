@@ -971,6 +971,27 @@ fn serve_http_with_a_bad_address_exits_2_naming_it() {
     assert!(!stderr.contains("listening on"), "{stderr}");
 }
 
+/// Opens the stream of messages the server starts for session `id` (`GET /mcp`).
+pub(crate) async fn event_stream(
+    addr: std::net::SocketAddr,
+    id: &str,
+) -> http::Response<hyper::body::Incoming> {
+    let events = http_request(
+        addr,
+        "GET",
+        "/mcp",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", id),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(events.status(), 200);
+    events
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_tells_each_session_when_the_plugins_change() {
     let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
@@ -978,19 +999,7 @@ async fn serve_http_tells_each_session_when_the_plugins_change() {
     let (mut session, _) = HttpSession::start(addr).await;
     let id = session.id.clone().expect("a session");
     // The session's stream for messages the server starts.
-    let mut events = http_request(
-        addr,
-        "GET",
-        "/mcp",
-        &[
-            ("accept", "text/event-stream"),
-            ("mcp-session-id", &id),
-            ("mcp-protocol-version", "2025-11-25"),
-        ],
-        "",
-    )
-    .await;
-    assert_eq!(events.status(), 200);
+    let mut events = event_stream(addr, &id).await;
 
     std::fs::copy(plugins::READ_FILE, folder.path().join("read_file.wasm")).expect("copy");
     let changed = sse_until(&mut events, |m| m.get("method").is_some()).await;

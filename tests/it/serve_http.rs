@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use piton_tests::plugins;
 use serde_json::{Value, json};
 
-use crate::mcp::{ANSWER, HttpSession, body_text, http_request, serve_http_with, sse_until};
+use crate::mcp::{
+    ANSWER, HttpSession, body_text, event_stream, http_request, serve_http_with, sse_until,
+};
 use crate::support::plugins_folder;
 
 /// A client that connected, sent `sent` and stalls.
@@ -316,19 +318,7 @@ async fn serve_http_closes_idle_connections_but_not_event_streams_or_long_calls(
     // An open event stream is not idle: past several timeouts it still carries events.
     let (mut session, _) = HttpSession::start(addr).await;
     let id = session.id.clone().expect("a session");
-    let mut events = http_request(
-        addr,
-        "GET",
-        "/mcp",
-        &[
-            ("accept", "text/event-stream"),
-            ("mcp-session-id", &id),
-            ("mcp-protocol-version", "2025-11-25"),
-        ],
-        "",
-    )
-    .await;
-    assert_eq!(events.status(), 200);
+    let mut events = event_stream(addr, &id).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     std::fs::copy(plugins::READ_FILE, folder.path().join("read_file.wasm")).expect("copy");
     let changed = sse_until(&mut events, |m| m.get("method").is_some()).await;

@@ -149,10 +149,18 @@ while True:
 sys.stdout.buffer.write(out)
 sys.exit(child.wait())
 "#;
+    let mut cmd = python_running_piton(SCRIPT, args);
+    cmd.stdin(Stdio::null());
+    run(&mut cmd)
+}
+
+/// `python3 -c SCRIPT piton ARGS`, with the folder and environment [`piton`] gives:
+/// the script runs the command in its `sys.argv[1:]`.
+pub(crate) fn python_running_piton(script: &str, args: &[&std::ffi::OsStr]) -> Command {
     let plain = piton();
     let mut cmd = Command::new("python3");
     cmd.arg("-c")
-        .arg(SCRIPT)
+        .arg(script)
         .arg(plain.get_program())
         .args(args);
     if let Some(dir) = plain.get_current_dir() {
@@ -164,6 +172,5 @@ sys.exit(child.wait())
             None => cmd.env_remove(key),
         };
     }
-    cmd.stdin(Stdio::null());
-    run(&mut cmd)
+    cmd
 }
