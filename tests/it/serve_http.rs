@@ -356,3 +356,31 @@ async fn serve_http_closes_idle_connections_but_not_event_streams_or_long_calls(
     assert!(error.contains("deadline of 3s"), "{answer}");
     drop(piton);
 }
+
+/// A request head is at most 64 KiB: past it the server answers 431 and closes, rather
+/// than buffering up to hyper's default (~400 KiB) for each of hundreds of connections.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_http_refuses_a_request_head_over_64_kib() {
+    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let (piton, addr) = serve_http_with(
+        "127.0.0.1:0",
+        Some(folder.path()),
+        &["--header-timeout", "2s"],
+    );
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nX-Big: {}",
+        "a".repeat(200 << 10)
+    );
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(ANSWER)).expect("read timeout");
+    // The server may stop reading (and close) before all of it is sent.
+    let _ = stream.write_all(head.as_bytes());
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer:?}");
+    // A body far larger than that still streams through.
+    let answer = word_count(addr, &"a ".repeat(500_000)).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "500000", "{answer}");
+    drop(piton);
+}

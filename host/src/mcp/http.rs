@@ -44,6 +44,11 @@ const GRACE: Duration = Duration::from_secs(5);
 /// are small: arguments, not files.
 pub const MAX_BODY: usize = 4 << 20;
 
+/// The most a connection buffers of a request head (hyper answers a larger one with
+/// 431 and closes): hyper's default, ~400 KiB, across `--max-connections` connections
+/// would let stalled clients hold hundreds of MiB.
+const MAX_HEAD: usize = 64 << 10;
+
 /// How often, at most, the log says that the connection limit is reached.
 const LIMIT_LOG_EVERY: Duration = Duration::from_secs(60);
 
@@ -204,7 +209,9 @@ async fn connection(
             }
         })
     };
-    let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .max_buf_size(MAX_HEAD)
+        .serve_connection(io, service);
     tokio::pin!(conn);
     let ended = loop {
         let deadline = phase.borrow_and_update().deadline(&limits);
