@@ -477,3 +477,42 @@ async fn add_only_writes_stop_at_max_write() {
         (format!("ok {limit}").as_str(), limit)
     );
 }
+
+/// A call's new entries (files, folders, links) are bounded, like its bytes: empty
+/// files cost no `max_write` but each takes an inode and a directory slot.
+#[tokio::test]
+async fn a_call_makes_at_most_10000_new_entries() {
+    for how in ["files", "folders"] {
+        let dir = tempfile::tempdir().expect("test folder");
+        let mut tool = load(guests::HOSTILE_FS_WRITE).await;
+        tool.set_grants(write_grant(dir.path()));
+        let mut registry = Registry::new();
+        registry.add(tool).expect("one tool");
+        let args =
+            json!({"mode": "add", "op": "many", "path": "/data", "size": 10_050, "how": how});
+        let report = call_ok(&registry, "fs_write", args).await.join("\n");
+        let made = std::fs::read_dir(dir.path()).expect("listed").count();
+        assert_eq!(made, 10_000, "{how}: {report}");
+        assert!(report.starts_with("error after 10000"), "{how}: {report}");
+        // The next call has its own count.
+        let args = json!({"mode": "add", "op": "many", "path": "/data/0x", "size": 0, "how": how});
+        assert_eq!(call_ok(&registry, "fs_write", args).await, ["ok 0"]);
+    }
+}
+
+/// Each open listing holds the whole folder's names on the host: a call holds at most
+/// 16 at once, so listing a large folder over and over cannot fill the host's memory.
+#[tokio::test]
+async fn a_call_holds_at_most_16_folder_listings_at_once() {
+    let dir = tempfile::tempdir().expect("test folder");
+    let mut tool = load(guests::HOSTILE_FS_WRITE).await;
+    tool.set_grants(write_grant(dir.path()));
+    let mut registry = Registry::new();
+    registry.add(tool).expect("one tool");
+    let args = json!({"mode": "add", "op": "list", "path": "/data", "size": 100});
+    let report = call_ok(&registry, "fs_write", args).await.join("\n");
+    assert_eq!(report, "error after 16: insufficient-memory");
+    // Listings given back are counted no more.
+    let args = json!({"mode": "add", "op": "list", "path": "/data", "size": 16});
+    assert_eq!(call_ok(&registry, "fs_write", args).await, ["ok 16"]);
+}

@@ -23,7 +23,8 @@
 //! is add-only when it is an add-only preopen or was opened beneath one.
 //!
 //! In every mode, a mount's folder must still be the one loaded ([`pin`]), and the
-//! bytes a call writes are bounded by `max_write` ([`quota`]).
+//! bytes a call writes are bounded by `max_write` ([`quota`]), the entries it makes by
+//! [`quota::MAX_NEW_ENTRIES`] and the folder listings it holds by [`quota::MAX_LISTINGS`].
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -75,6 +76,10 @@ pub(crate) struct FsState {
     loaded: Vec<(PathBuf, String, Option<Identity>)>,
     /// What the call may still write.
     quota: quota::Quota,
+    /// The files, folders and links the call made.
+    new_entries: quota::NewEntries,
+    /// The folder listings the call holds open.
+    listings: quota::Listings,
 }
 
 impl FsState {

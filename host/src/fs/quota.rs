@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
+use wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode;
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, StreamResult};
 
 /// What a stream reports when the call's write quota is spent; read back as
@@ -141,5 +142,55 @@ mod tests {
         assert_eq!(quota.allow(1), None);
         let shared = quota.clone();
         assert_eq!(shared.allow(1), None, "clones share what was used");
+    }
+}
+
+/// The most entries (files, folders, links) one call may make: empty ones cost no
+/// `max_write`, but each takes an inode and a slot in its folder.
+pub(crate) const MAX_NEW_ENTRIES: u64 = 10_000;
+
+/// How many entries a call has made; past [`MAX_NEW_ENTRIES`] the guest gets `quota`.
+#[derive(Debug, Default)]
+pub(crate) struct NewEntries(u64);
+
+impl NewEntries {
+    /// `Ok` while the call may make one more entry.
+    pub(crate) fn allow(&self) -> Result<(), ErrorCode> {
+        if self.0 < MAX_NEW_ENTRIES {
+            Ok(())
+        } else {
+            Err(ErrorCode::Quota)
+        }
+    }
+
+    /// Counts one entry made.
+    pub(crate) fn made(&mut self) {
+        self.0 = self.0.saturating_add(1);
+    }
+}
+
+/// The most folder listings one call may hold open: each holds all of its folder's
+/// names on the host (wasmtime-wasi reads them at once).
+pub(crate) const MAX_LISTINGS: usize = 16;
+
+/// The listings a call holds, by table index; past [`MAX_LISTINGS`] the guest gets
+/// `insufficient-memory`.
+#[derive(Debug, Default)]
+pub(crate) struct Listings(std::collections::HashSet<u32>);
+
+impl Listings {
+    /// Whether one more may be opened.
+    pub(crate) fn may_open(&self) -> bool {
+        self.0.len() < MAX_LISTINGS
+    }
+
+    /// Records the listing at table index `rep`.
+    pub(crate) fn opened(&mut self, rep: u32) {
+        self.0.insert(rep);
+    }
+
+    /// Forgets a dropped listing.
+    pub(crate) fn closed(&mut self, rep: u32) {
+        self.0.remove(&rep);
     }
 }

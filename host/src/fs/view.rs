@@ -339,7 +339,13 @@ impl HostDescriptor for FsView<'_> {
         &mut self,
         fd: Resource<Descriptor>,
     ) -> FsResult<Resource<DirectoryEntryStream>> {
-        self.inner.read_directory(fd).await
+        // A listing holds the folder's every name on the host until it is dropped.
+        if !self.state.listings.may_open() {
+            return Err(ErrorCode::InsufficientMemory.into());
+        }
+        let listing = self.inner.read_directory(fd).await?;
+        self.state.listings.opened(listing.rep());
+        Ok(listing)
     }
 
     async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
@@ -353,7 +359,10 @@ impl HostDescriptor for FsView<'_> {
     ) -> FsResult<()> {
         // Allowed in add-only mounts: a new folder changes nothing that was there, and
         // an existing name fails with `exist`.
-        self.inner.create_directory_at(fd, path).await
+        self.state.new_entries.allow()?;
+        self.inner.create_directory_at(fd, path).await?;
+        self.state.new_entries.made();
+        Ok(())
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<DescriptorStat> {
@@ -401,9 +410,12 @@ impl HostDescriptor for FsView<'_> {
         if self.is_add_only(&fd) || self.is_add_only(&new_descriptor) {
             return denied();
         }
-        self.inner
+        self.state.new_entries.allow()?;
+        (self.inner)
             .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
-            .await
+            .await?;
+        self.state.new_entries.made();
+        Ok(())
     }
 
     async fn open_at(
@@ -417,6 +429,12 @@ impl HostDescriptor for FsView<'_> {
         // Each descriptor the guest holds is one of the call's capped host fds.
         let token = (self.fds.reserve(self.inner.table))
             .map_err(|_| FsError::from(ErrorCode::InsufficientMemory))?;
+        // An open that may create is counted as a new entry (whether the file was
+        // there cannot be told cheaply outside add-only mounts).
+        let creates = oflags.contains(OpenFlags::CREATE);
+        if creates {
+            self.state.new_entries.allow()?;
+        }
         let new = if self.is_add_only(&fd) {
             self.open_add_only(fd, path_flags, path, oflags, flags)
                 .await?
@@ -426,6 +444,9 @@ impl HostDescriptor for FsView<'_> {
                 .await?
         };
         self.fds.hold_descriptor(new.rep(), token);
+        if creates {
+            self.state.new_entries.made();
+        }
         Ok(new)
     }
 
@@ -473,7 +494,10 @@ impl HostDescriptor for FsView<'_> {
         if self.is_add_only(&fd) {
             return denied();
         }
-        self.inner.symlink_at(fd, src_path, dest_path).await
+        self.state.new_entries.allow()?;
+        self.inner.symlink_at(fd, src_path, dest_path).await?;
+        self.state.new_entries.made();
+        Ok(())
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
@@ -514,6 +538,7 @@ impl HostDirectoryEntryStream for FsView<'_> {
     }
 
     fn drop(&mut self, stream: Resource<DirectoryEntryStream>) -> wasmtime::Result<()> {
+        self.state.listings.closed(stream.rep());
         HostDirectoryEntryStream::drop(&mut self.inner, stream)
     }
 }

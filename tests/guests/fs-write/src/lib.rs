@@ -10,6 +10,10 @@
 //! - `fill`: write `size` bytes to the new file `path`, `how`: "std" (std::fs),
 //!   "write" (descriptor.write), "stream" (write-via-stream), "append"
 //!   (append-via-stream); reports how many bytes went in before the first error.
+//! - `many`: make `size` new entries in the folder `path`, `how`: "files" (empty
+//!   files) or "folders"; reports how many were made before the first error.
+//! - `list`: open `size` listings of the folder `path` and hold them all; reports how
+//!   many were open before the first error.
 
 use std::fs;
 
@@ -29,13 +33,13 @@ fn mode_hints(args: &piton_guest_sdk::serde_json::Value) -> Option<Hints> {
 ///
 /// Args:
 ///     mode: The access the call asks for: add or write
-///     op: write, copy, swap or fill
+///     op: write, copy, swap, fill, many or list
 ///     path: The guest path written (or swapped)
 ///     content: What `write` writes
 ///     from: What `copy` copies
 ///     target: Where `swap`'s link points
-///     size: How many bytes `fill` writes
-///     how: How `fill` writes: std, write, stream or append
+///     size: How many bytes `fill` writes, entries `many` makes, listings `list` holds
+///     how: How `fill` writes (std, write, stream or append); what `many` makes (files or folders)
 #[tool(destructive, open_world = false, hints_for = mode_hints)]
 #[allow(clippy::too_many_arguments)]
 fn fs_write(
@@ -54,6 +58,8 @@ fn fs_write(
         "copy" => fs::copy(from.unwrap_or_default(), &path).map(|n| format!("ok {n}")),
         "swap" => return swap(&path, &target.unwrap_or_default()),
         "fill" => return fill(&path, size.unwrap_or(0), how.as_deref().unwrap_or("std")),
+        "many" => return many(&path, size.unwrap_or(0), how.as_deref().unwrap_or("files")),
+        "list" => return list(&path, size.unwrap_or(0)),
         other => return format!("unknown op {other}"),
     };
     match outcome {
@@ -162,4 +168,48 @@ fn fill(path: &str, size: u64, how: &str) -> String {
         }
         other => format!("unknown how {other}"),
     }
+}
+
+/// Makes `count` empty files or folders in `path`; `ok N` or `error after N: ...`.
+fn many(path: &str, count: u64, how: &str) -> String {
+    for n in 0..count {
+        let entry = format!("{path}/{n}");
+        let made = match how {
+            "folders" => fs::create_dir(&entry),
+            _ => fs::File::create_new(&entry).map(drop),
+        };
+        if let Err(e) = made {
+            return format!("error after {n}: {:?}: {e}", e.kind());
+        }
+    }
+    format!("ok {count}")
+}
+
+/// Opens `count` listings of the folder `path` and holds them; `ok N` or
+/// `error after N: ...`.
+fn list(path: &str, count: u64) -> String {
+    let Some((dir, rest)) = preopen_of(&format!("{path}/")) else {
+        return format!("error: no preopen holds {path}");
+    };
+    let folder = if rest.is_empty() {
+        dir
+    } else {
+        match dir.open_at(
+            PathFlags::empty(),
+            &rest,
+            OpenFlags::DIRECTORY,
+            DescriptorFlags::READ,
+        ) {
+            Ok(folder) => folder,
+            Err(e) => return format!("error: open: {}", e.name()),
+        }
+    };
+    let mut held = Vec::new();
+    for n in 0..count {
+        match folder.read_directory() {
+            Ok(listing) => held.push(listing),
+            Err(e) => return format!("error after {n}: {}", e.name()),
+        }
+    }
+    format!("ok {}", held.len())
 }
