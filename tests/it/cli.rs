@@ -372,6 +372,16 @@ const RAW_ESCAPES: &str = "before\x1b]52;c;cHduZWQ=\x07\x1b[2J\0nul\ttab\nline t
 /// The same, as a terminal must show it.
 const SHOWN_ESCAPES: &str = "before\\e]52;c;cHduZWQ=\\x07\\e[2J\\x00nul\ttab\r\nline two\\x07";
 
+/// The terminal got the escapes shown, and no ESC or NUL byte.
+fn assert_shown_escaped(out: &std::process::Output) {
+    let shown = stdout(out);
+    assert!(shown.contains(SHOWN_ESCAPES), "{shown:?}");
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0),
+        "{shown:?}"
+    );
+}
+
 #[test]
 fn call_on_a_terminal_shows_control_characters_escaped_and_piped_stays_raw() {
     let folder = plugins_folder(&[("escapes.wasm", guests::HOSTILE_ESCAPES)]);
@@ -382,12 +392,7 @@ fn call_on_a_terminal_shows_control_characters_escaped_and_piped_stays_raw() {
         folder.path().as_os_str(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let shown = stdout(&out);
-    assert!(shown.contains(SHOWN_ESCAPES), "{shown:?}");
-    assert!(
-        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0),
-        "{shown:?}"
-    );
+    assert_shown_escaped(&out);
 
     let out = run(piton()
         .args(["call", "escapes", "--plugins"])
@@ -406,12 +411,7 @@ fn a_guest_error_on_a_terminal_is_shown_escaped() {
         folder.path().as_os_str(),
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let shown = stdout(&out);
-    assert!(shown.contains(SHOWN_ESCAPES), "{shown:?}");
-    assert!(
-        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0),
-        "{shown:?}"
-    );
+    assert_shown_escaped(&out);
 
     let out = run(piton()
         .args(["call", "escapes", r#"{"fail":true}"#, "--plugins"])

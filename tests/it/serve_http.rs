@@ -10,7 +10,7 @@ use piton_tests::plugins;
 use serde_json::{Value, json};
 
 use crate::mcp::{
-    ANSWER, HttpSession, body_text, event_stream, http_request, serve_http_with, sse_until,
+    ANSWER, HttpSession, Running, body_text, event_stream, http_request, serve_http_with, sse_until,
 };
 use crate::support::plugins_folder;
 
@@ -92,6 +92,13 @@ fn how_many_stalled() -> usize {
 }
 
 /// One initialize and one tools/call on a fresh session; the call's answer.
+/// `piton serve --http 127.0.0.1:0 FLAGS` on a plugins folder holding word_count.
+fn serve_word_count(flags: &[&str]) -> (tempfile::TempDir, Running, SocketAddr) {
+    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let (piton, addr) = serve_http_with("127.0.0.1:0", Some(folder.path()), flags);
+    (folder, piton, addr)
+}
+
 async fn word_count(addr: SocketAddr, text: &str) -> Value {
     let (mut session, answer) = HttpSession::start(addr).await;
     assert_eq!(answer["result"]["serverInfo"]["name"], "piton", "{answer}");
@@ -106,12 +113,8 @@ async fn word_count(addr: SocketAddr, text: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_serves_a_client_while_hundreds_of_half_sent_requests_stall_then_closes_them() {
-    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
-    let (piton, addr) = serve_http_with(
-        "127.0.0.1:0",
-        Some(folder.path()),
-        &["--header-timeout", "2s", "--body-timeout", "2s"],
-    );
+    let (_folder, piton, addr) =
+        serve_word_count(&["--header-timeout", "2s", "--body-timeout", "2s"]);
     let count = how_many_stalled();
     let stalled: Vec<Stalled> = (0..count)
         .map(|i| Stalled::open(addr, &half_sent(addr, i)))
@@ -129,12 +132,8 @@ async fn serve_http_serves_a_client_while_hundreds_of_half_sent_requests_stall_t
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_past_max_connections_a_new_client_waits_and_is_served() {
-    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
-    let (piton, addr) = serve_http_with(
-        "127.0.0.1:0",
-        Some(folder.path()),
-        &["--max-connections", "8", "--header-timeout", "2s"],
-    );
+    let (_folder, piton, addr) =
+        serve_word_count(&["--max-connections", "8", "--header-timeout", "2s"]);
     let stalled: Vec<Stalled> = (0..8)
         .map(|i| Stalled::open(addr, &half_sent(addr, 1 + i % 2)))
         .collect();
@@ -176,9 +175,7 @@ fn initialize() -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_refuses_a_session_past_max_sessions_until_one_is_closed() {
-    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
-    let (piton, addr) =
-        serve_http_with("127.0.0.1:0", Some(folder.path()), &["--max-sessions", "2"]);
+    let (_folder, piton, addr) = serve_word_count(&["--max-sessions", "2"]);
     let (first, _) = HttpSession::start(addr).await;
     let (mut second, _) = HttpSession::start(addr).await;
 
@@ -361,12 +358,7 @@ async fn serve_http_closes_idle_connections_but_not_event_streams_or_long_calls(
 /// than buffering up to hyper's default (~400 KiB) for each of hundreds of connections.
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_refuses_a_request_head_over_64_kib() {
-    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
-    let (piton, addr) = serve_http_with(
-        "127.0.0.1:0",
-        Some(folder.path()),
-        &["--header-timeout", "2s"],
-    );
+    let (_folder, piton, addr) = serve_word_count(&["--header-timeout", "2s"]);
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nX-Big: {}",
         "a".repeat(200 << 10)
