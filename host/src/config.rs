@@ -18,7 +18,7 @@
 //! read_only = true         # and hints, which can only be made narrower
 //! ```
 //!
-//! and `[mcp.NAME]` sections for upstream MCP servers (see [`McpConfig`]).
+//! and `[mcp.NAME]` sections for upstream MCP servers (see [`UpstreamConfig`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -28,10 +28,10 @@ use serde::Deserialize;
 use crate::Hints;
 use crate::grants::{Grants, Mount, MountMode, NetGrant};
 use crate::limits::Limits;
-pub use crate::mcp::config::{McpConfig, McpConnect};
-use crate::mcp::config::{RawMcp, parse_mcp};
 use crate::parse::{parse_duration, parse_net_grant, parse_size};
 use crate::tool::check_tool_name;
+use crate::upstream::config::{RawMcp, parse_mcp};
+pub use crate::upstream::{UpstreamConfig, UpstreamConnect};
 use crate::wasm::WasmTool;
 
 /// A parsed piton.toml.
@@ -42,7 +42,7 @@ pub struct Config {
     /// Settings by tool name (the name the tool gives itself).
     pub tools: BTreeMap<String, ToolConfig>,
     /// Upstream MCP servers by name (`[mcp.NAME]`).
-    pub mcp: BTreeMap<String, McpConfig>,
+    pub mcp: BTreeMap<String, UpstreamConfig>,
 }
 
 /// What piton.toml says about one tool.

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::error::LoadErrorKind;
-use crate::mcp::McpServer;
 use crate::schema::InputSchema;
 use crate::tool::{check_spec_size, check_tool_name};
+use crate::upstream::UpstreamServer;
 use crate::{Args, CallError, DynTool, Hints, LoadError, Tool, ToolError, ToolResult, ToolSource};
 
 /// Every tool by name: the seed's `tool_map`.
@@ -21,7 +21,7 @@ use crate::{Args, CallError, DynTool, Hints, LoadError, Tool, ToolError, ToolRes
 #[derive(Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<Entry>>,
-    servers: BTreeMap<String, McpServer>,
+    servers: BTreeMap<String, UpstreamServer>,
     approver: Option<Arc<dyn Approver>>,
 }
 
@@ -115,7 +115,7 @@ impl Registry {
     /// added here with such a name (before or after the server) is refused, naming
     /// both sources. The CLI adds servers first, so piton.toml's servers keep their
     /// names and a wasm tool in their name space is the one refused.
-    pub fn add_mcp(&mut self, server: McpServer) -> Result<(), LoadError> {
+    pub fn add_mcp(&mut self, server: UpstreamServer) -> Result<(), LoadError> {
         let name = server.name().to_owned();
         let fail = |message: String| LoadError {
             plugin: ToolSource::Mcp(name.clone()),
@@ -145,7 +145,7 @@ impl Registry {
     }
 
     /// The upstream MCP servers, sorted by name.
-    pub fn servers(&self) -> impl Iterator<Item = &McpServer> {
+    pub fn servers(&self) -> impl Iterator<Item = &UpstreamServer> {
         self.servers.values()
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use piton_host::Limits;
-use piton_host::mcp::Served;
+use piton_host::serve::Served;
 use piton_tests::{guests, plugins};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader as AsyncBufReader};
@@ -17,11 +17,11 @@ use crate::support::{piton, plugins_folder, registry_of};
 /// How long one answer may take, compile cache misses included.
 pub(crate) const ANSWER: Duration = Duration::from_secs(60);
 
-/// A client end of an in-process `piton_host::mcp::serve` over a duplex pipe.
+/// A client end of an in-process `piton_host::serve::serve` over a duplex pipe.
 struct Client {
     write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     lines: tokio::io::Lines<AsyncBufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-    server: tokio::task::JoinHandle<Result<(), piton_host::mcp::ServeError>>,
+    server: tokio::task::JoinHandle<Result<(), piton_host::serve::ServeError>>,
 }
 
 impl Client {
@@ -45,7 +45,7 @@ impl Client {
     fn over(served: Arc<Served>) -> Self {
         let (client, server) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server);
-        let server = tokio::spawn(piton_host::mcp::serve(served, server_read, server_write));
+        let server = tokio::spawn(piton_host::serve::serve(served, server_read, server_write));
         let (read, write) = tokio::io::split(client);
         Self {
             write,

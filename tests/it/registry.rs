@@ -225,10 +225,11 @@ async fn only_idempotent_calls_are_retried_once_after_a_host_fault() {
 #[tokio::test]
 async fn a_wasm_tool_and_a_server_sharing_a_name_space_are_refused_naming_both_either_way() {
     use crate::support::load;
-    use piton_host::mcp::{McpServer, StdioCommand};
+    use piton_host::upstream::{StdioCommand, UpstreamServer};
     use piton_tests::guests;
-    let server =
-        || McpServer::stdio("x", StdioCommand::new("true", Vec::<String>::new())).expect("a name");
+    let server = || {
+        UpstreamServer::stdio("x", StdioCommand::new("true", Vec::<String>::new())).expect("a name")
+    };
     let tool = || async {
         let mut tool = load(guests::HOSTILE_COUNTER).await;
         tool.set_spec("x__y".into(), "Shadows x's tool y.".into(), true);

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use piton_host::mcp::{McpServer, check_server_name};
+use piton_host::upstream::{UpstreamServer, check_server_name};
 use piton_host::{
     AllowByReadOnly, ApprovalRequest, CallError, Content, Decision, Hints, HintsTrust, Limits,
     Listing, Registry, ToolError, ToolSource,
@@ -135,10 +135,10 @@ impl ServerHandler for TestServer {
     }
 }
 
-fn test_server(name: &str) -> (McpServer, Arc<Seen>) {
+fn test_server(name: &str) -> (UpstreamServer, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
     let shared = seen.clone();
-    let server = McpServer::in_process(name, move || {
+    let server = UpstreamServer::in_process(name, move || {
         shared.connections.fetch_add(1, Ordering::SeqCst);
         TestServer(shared.clone())
     })
@@ -155,7 +155,7 @@ fn names(listing: &Listing) -> Vec<String> {
         .collect()
 }
 
-fn registry_with(server: McpServer) -> Registry {
+fn registry_with(server: UpstreamServer) -> Registry {
     let mut registry = Registry::new();
     registry.add_mcp(server).expect("added");
     registry
@@ -321,9 +321,9 @@ async fn a_tools_subset_keeps_only_those_and_names_the_missing() {
 
 #[tokio::test]
 async fn a_server_that_cannot_start_is_a_connection_error_naming_it() {
-    let server = McpServer::stdio(
+    let server = UpstreamServer::stdio(
         "ghost",
-        piton_host::mcp::StdioCommand::new("/no/such/program", ["x"]),
+        piton_host::upstream::StdioCommand::new("/no/such/program", ["x"]),
     )
     .expect("made");
     let mut registry = registry_with(server);
@@ -351,7 +351,11 @@ async fn a_server_that_cannot_start_is_a_connection_error_naming_it() {
 fn server_names_and_clashes_are_load_errors() {
     assert!(check_server_name("a__b").is_err());
     assert!(
-        McpServer::stdio("bad name", piton_host::mcp::StdioCommand::new("x", [""; 0])).is_err()
+        UpstreamServer::stdio(
+            "bad name",
+            piton_host::upstream::StdioCommand::new("x", [""; 0])
+        )
+        .is_err()
     );
     let (one, _) = test_server("up");
     let (two, _) = test_server("up");
@@ -455,19 +459,19 @@ async fn allow_by_read_only_asks_about_the_rest() {
 
 /// `piton serve` itself as a stdio upstream, started through `sh` so that the test
 /// learns its process id (`exec` keeps it).
-fn piton_upstream(plugins: &std::path::Path, pid_file: &std::path::Path) -> McpServer {
+fn piton_upstream(plugins: &std::path::Path, pid_file: &std::path::Path) -> UpstreamServer {
     let script = format!(
         "echo $$ > '{}'; exec '{}' serve --plugins '{}'",
         pid_file.display(),
         env!("CARGO_BIN_EXE_piton"),
         plugins.display()
     );
-    let mut command = piton_host::mcp::StdioCommand::new("sh", ["-c".to_owned(), script]);
+    let mut command = piton_host::upstream::StdioCommand::new("sh", ["-c".to_owned(), script]);
     command.env.insert(
         "PITON_CACHE_DIR".into(),
         crate::support::cache_dir().display().to_string(),
     );
-    McpServer::stdio("inner", command)
+    UpstreamServer::stdio("inner", command)
         .expect("made")
         .with_timeout(Some(std::time::Duration::from_secs(120)))
 }
@@ -512,7 +516,7 @@ async fn a_lost_connection_stops_the_run_and_the_next_call_reconnects() {
 async fn a_streamable_http_upstream_joins_the_registry() {
     let plugins = crate::support::plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
     let piton = crate::peers::HttpServer::start(plugins.path());
-    let server = McpServer::http("web", &piton.url, Default::default()).expect("made");
+    let server = UpstreamServer::http("web", &piton.url, Default::default()).expect("made");
     let registry = registry_with(server.clone());
     assert_eq!(
         call_ok(&registry, "web__word_count", json!({"text": "a b c"})).await,
@@ -547,7 +551,7 @@ async fn http_headers_reach_the_server_and_a_refusal_is_a_connection_error() {
         String::from_utf8_lossy(&request[..n]).into_owned()
     });
     let headers = [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into();
-    let server = McpServer::http("remote", &format!("http://{addr}/mcp"), headers)
+    let server = UpstreamServer::http("remote", &format!("http://{addr}/mcp"), headers)
         .expect("made")
         .with_timeout(Some(std::time::Duration::from_secs(30)));
     let registry = registry_with(server);
@@ -585,7 +589,7 @@ fn bad_http_servers_are_refused_when_made() {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
-        let error = McpServer::http("h", url, headers)
+        let error = UpstreamServer::http("h", url, headers)
             .expect_err(url)
             .to_string();
         assert!(error.contains(needle), "{url}: {error}");
@@ -606,9 +610,9 @@ async fn a_server_that_pages_forever_is_cut_off() {
 #[tokio::test]
 async fn stderr_is_quoted_with_given_secrets_masked_and_bad_bytes_kept_readable() {
     let script = "printf 'bad \\377 byte\\n' >&2; echo \"key $TOKEN rejected\" >&2; exit 1";
-    let mut command = piton_host::mcp::StdioCommand::new("sh", ["-c", script]);
+    let mut command = piton_host::upstream::StdioCommand::new("sh", ["-c", script]);
     command.env.insert("TOKEN".into(), "s3cret-value".into());
-    let server = McpServer::stdio("noisy", command).expect("made");
+    let server = UpstreamServer::stdio("noisy", command).expect("made");
     let registry = registry_with(server);
     let error = registry.list().await.errors[0].to_string();
     assert!(error.contains("could not connect"), "{error}");
@@ -620,8 +624,8 @@ async fn stderr_is_quoted_with_given_secrets_masked_and_bad_bytes_kept_readable(
 
 #[tokio::test]
 async fn a_server_that_never_answers_is_given_up_on_and_the_others_are_listed() {
-    let command = piton_host::mcp::StdioCommand::new("sh", ["-c", "exec sleep 600"]);
-    let silent = McpServer::stdio("silent", command)
+    let command = piton_host::upstream::StdioCommand::new("sh", ["-c", "exec sleep 600"]);
+    let silent = UpstreamServer::stdio("silent", command)
         .expect("made")
         .with_timeout(Some(std::time::Duration::from_millis(500)));
     let (other, _seen) = test_server("up");
@@ -640,9 +644,9 @@ async fn a_server_that_never_answers_is_given_up_on_and_the_others_are_listed() 
 #[tokio::test]
 async fn a_short_secret_in_stderr_is_masked_too() {
     let script = "echo \"pin $PIN rejected\" >&2; exit 1";
-    let mut command = piton_host::mcp::StdioCommand::new("sh", ["-c", script]);
+    let mut command = piton_host::upstream::StdioCommand::new("sh", ["-c", script]);
     command.env.insert("PIN".into(), "7Q!".into());
-    let server = McpServer::stdio("pinned", command).expect("made");
+    let server = UpstreamServer::stdio("pinned", command).expect("made");
     let registry = registry_with(server);
     let error = registry.list().await.errors[0].to_string();
     assert!(error.contains("pin *** rejected"), "{error}");

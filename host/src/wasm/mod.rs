@@ -5,6 +5,8 @@ pub mod bindings;
 mod cache;
 mod diagnose;
 pub(crate) mod fds;
+pub(crate) mod fs;
+pub(crate) mod net;
 mod output;
 mod runtime;
 mod sandbox;

@@ -104,8 +104,8 @@ impl WasmRuntime {
         // The filesystem and network layers replace some of WASI's functions with
         // ones that hold a call to its capabilities.
         linker.allow_shadowing(true);
-        crate::fs::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
-        crate::net::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
+        super::fs::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
+        super::net::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
         super::fds::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
         linker.allow_shadowing(false);
 

@@ -31,9 +31,9 @@ pub(crate) struct Sandbox {
     pub(crate) stdout: CapturedOutput,
     pub(crate) stderr: CapturedOutput,
     /// The call's mounts and what it did in them (add-only bookkeeping).
-    pub(crate) fs: crate::fs::FsState,
+    pub(crate) fs: super::fs::FsState,
     /// The hosts the call may reach (sockets, DNS, HTTP).
-    pub(crate) net: crate::net::NetState,
+    pub(crate) net: super::net::NetState,
     /// The files, sockets and connections the call has open.
     pub(crate) fds: super::fds::CallFds,
 }
@@ -52,7 +52,7 @@ impl Sandbox {
     pub(crate) fn new(
         limits: &Limits,
         caps: &Capabilities,
-        pins: &crate::fs::Pins,
+        pins: &super::fs::Pins,
     ) -> Result<Self, SandboxError> {
         let stdout = CapturedOutput::new(limits.max_log);
         let stderr = CapturedOutput::new(limits.max_log);
@@ -67,8 +67,8 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }))
             .envs(&caps.env);
-        let fs = crate::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)?;
-        let mut net = crate::net::configure(&mut wasi, &caps.network, caps.net_access);
+        let fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)?;
+        let mut net = super::net::configure(&mut wasi, &caps.network, caps.net_access);
         let fds = super::fds::CallFds::default();
         net.http.set_field_size_limit(MAX_FIELDS_SIZE);
         net.hooks.count_connections(fds.counter());

@@ -43,7 +43,7 @@ pub struct WasmTool {
     limits: Limits,
     grants: Grants,
     /// The grants' mount folders, held open since they were set.
-    pins: crate::fs::Pins,
+    pins: super::fs::Pins,
     on_trap: OnTrap,
     info: ComponentInfo,
 }
@@ -175,7 +175,7 @@ impl WasmRuntime {
             source: source.clone(),
             limits: Limits::default(),
             grants: Grants::default(),
-            pins: crate::fs::Pins::default(),
+            pins: super::fs::Pins::default(),
             on_trap: OnTrap::default(),
             info,
         };
@@ -251,7 +251,7 @@ impl WasmTool {
     /// Sets the user's grants, and opens each mount's folder: a call later refuses
     /// a mount whose folder is no longer this one (replaced by a link, say).
     pub fn set_grants(&mut self, grants: Grants) {
-        self.pins = crate::fs::Pins::new(grants.mounts.iter().map(|m| m.host.as_path()));
+        self.pins = super::fs::Pins::new(grants.mounts.iter().map(|m| m.host.as_path()));
         self.grants = grants;
     }
 

@@ -7,8 +7,8 @@ use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, ToolAnnotations};
 use serde_json::Value;
 
-use super::McpServer;
-use super::client::Inner;
+use super::UpstreamServer;
+use super::server::Inner;
 use crate::registry::Entry;
 use crate::schema::InputSchema;
 use crate::{
@@ -16,7 +16,7 @@ use crate::{
 };
 
 /// A tool of an upstream MCP server: the seed's `MCPTool`.
-pub struct McpTool {
+pub struct UpstreamTool {
     server: Weak<Inner>,
     server_name: String,
     remote_name: String,
@@ -24,18 +24,21 @@ pub struct McpTool {
     hints: Hints,
 }
 
-impl std::fmt::Debug for McpTool {
+impl std::fmt::Debug for UpstreamTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpTool")
+        f.debug_struct("UpstreamTool")
             .field("name", &self.spec.name)
             .field("hints", &self.hints)
             .finish_non_exhaustive()
     }
 }
 
-impl McpTool {
+impl UpstreamTool {
     /// The registry entry of `remote`, a tool of `server`.
-    pub(super) fn entry(server: &McpServer, remote: &rmcp::model::Tool) -> Result<Entry, String> {
+    pub(super) fn entry(
+        server: &UpstreamServer,
+        remote: &rmcp::model::Tool,
+    ) -> Result<Entry, String> {
         let name = format!("{}__{}", server.name(), remote.name);
         crate::check_tool_name(&name)?;
         let input_schema = Value::Object((*remote.input_schema).clone());
@@ -76,7 +79,7 @@ impl McpTool {
 }
 
 #[async_trait::async_trait]
-impl Tool for McpTool {
+impl Tool for UpstreamTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -98,7 +101,7 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
-        let Some(server) = McpServer::upgrade(&self.server) else {
+        let Some(server) = UpstreamServer::upgrade(&self.server) else {
             return Err(CallError::Connection {
                 server: self.server_name.clone(),
                 message: "the server was removed from the registry".into(),

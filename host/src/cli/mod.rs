@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 use std::collections::BTreeMap;
 
-use crate::config::{Config, McpConfig};
-use crate::mcp::{McpServer, McpServerError};
+use crate::config::{Config, UpstreamConfig};
 use crate::plugins::{self, PluginsAt};
 use crate::term::{self, Shown};
+use crate::upstream::{UpstreamError, UpstreamServer};
 use crate::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
 use crate::{CallError, Content, DONE, HintsTrust, Registry, ToolError, format_size};
 
@@ -116,8 +116,8 @@ struct HttpLimitsArg {
 }
 
 impl HttpLimitsArg {
-    fn limits(&self) -> crate::mcp::HttpLimits {
-        crate::mcp::HttpLimits {
+    fn limits(&self) -> crate::serve::HttpLimits {
+        crate::serve::HttpLimits {
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,
             header_timeout: self.header_timeout,
@@ -234,10 +234,15 @@ const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Serves the registry over MCP, on stdio (stdout carries only the protocol) or on
 /// HTTP at `http`, reloading it when the plugins folder changes.
-async fn serve(plugins: PluginsArg, http: Option<&str>, limits: crate::mcp::HttpLimits) -> Outcome {
+async fn serve(
+    plugins: PluginsArg,
+    http: Option<&str>,
+    limits: crate::serve::HttpLimits,
+) -> Outcome {
     use std::sync::Arc;
 
-    use crate::mcp::{FolderWatch, Served, Watched};
+    use crate::plugins::{FolderWatch, Watched};
+    use crate::serve::Served;
 
     // A bad address fails before anything is loaded.
     let listener = match http {
@@ -285,7 +290,7 @@ async fn serve(plugins: PluginsArg, http: Option<&str>, limits: crate::mcp::Http
             // threads (a hand-off per message): ~60-85 µs less per call, measured by
             // benches/mcp.rs. A terminal or file falls back to the blocking handles.
             let (stdin, stdout) = rmcp::transport::stdio_pipes();
-            crate::mcp::serve(served, stdin, stdout).await
+            crate::serve::serve(served, stdin, stdout).await
         }
         Some(listener) => {
             let shutdown = shutdown_signal();
@@ -298,11 +303,11 @@ async fn serve(plugins: PluginsArg, http: Option<&str>, limits: crate::mcp::Http
                              requests that address it by IP are answered"
                         );
                     }
-                    eprintln!("listening on http://{addr}{}", crate::mcp::MCP_PATH);
+                    eprintln!("listening on http://{addr}{}", crate::serve::MCP_PATH);
                 }
                 Err(e) => eprintln!("warning: cannot read the listening address: {e}"),
             }
-            crate::mcp::serve_http(served, listener, limits, shutdown).await
+            crate::serve::serve_http(served, listener, limits, shutdown).await
         }
     };
     match ended {
@@ -414,7 +419,7 @@ async fn load(arg: PluginsArg) -> Option<Registry> {
 }
 
 /// The upstream servers made from piton.toml, by name, with the section each came from.
-static SERVERS: std::sync::Mutex<BTreeMap<String, (McpConfig, McpServer)>> =
+static SERVERS: std::sync::Mutex<BTreeMap<String, (UpstreamConfig, UpstreamServer)>> =
     std::sync::Mutex::new(BTreeMap::new());
 
 /// Forgets the servers whose sections are gone from `config` (a reload): they end
@@ -429,19 +434,19 @@ fn forget_upstreams_not_in(config: &Config) {
 /// Closes every upstream connection, so stdio servers and their process groups end
 /// before piton does (dropping them at exit would leave that to a task that never runs).
 async fn disconnect_upstreams() {
-    let servers: Vec<McpServer> = SERVERS
+    let servers: Vec<UpstreamServer> = SERVERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .values()
         .map(|(_, server)| server.clone())
         .collect();
-    futures::future::join_all(servers.iter().map(McpServer::disconnect)).await;
+    futures::future::join_all(servers.iter().map(UpstreamServer::disconnect)).await;
 }
 
 /// The upstream server `[mcp.NAME]` describes. While piton runs, the same section
 /// gives the same server (one connection), so that reloading the plugins folder does
 /// not restart upstream servers; a changed section gives a new one.
-fn upstream(name: &str, config: &McpConfig) -> Result<McpServer, McpServerError> {
+fn upstream(name: &str, config: &UpstreamConfig) -> Result<UpstreamServer, UpstreamError> {
     let mut servers = SERVERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -814,7 +819,7 @@ fn say(line: std::fmt::Arguments<'_>) {
 mod tests {
     use super::*;
 
-    fn serve_limits(args: &[&str]) -> Result<crate::mcp::HttpLimits, clap::Error> {
+    fn serve_limits(args: &[&str]) -> Result<crate::serve::HttpLimits, clap::Error> {
         let cli = Cli::try_parse_from(["piton", "serve"].iter().chain(args))?;
         match cli.command {
             Command::Serve { limits, .. } => Ok(limits.limits()),
@@ -825,7 +830,7 @@ mod tests {
     #[test]
     fn serve_http_limits_default_to_the_documented_ones() {
         let limits = serve_limits(&["--http", "127.0.0.1:0"]).expect("parses");
-        assert_eq!(limits, crate::mcp::HttpLimits::default());
+        assert_eq!(limits, crate::serve::HttpLimits::default());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `piton serve --http ADDR`: the served registry over MCP's Streamable HTTP at
-//! `/mcp`, one [`PitonServer`] per session (rmcp's [`StreamableHttpService`]), on
+//! `/mcp`, one [`Session`] per session (rmcp's [`StreamableHttpService`]), on
 //! hyper.
 //!
 //! DNS-rebinding protection: a request whose `Host` (or a present `Origin`) does not
@@ -32,7 +32,7 @@ use tokio::task::JoinSet;
 
 use super::deadline::{Phases, RequestBody, ResponseBody, TrackedIo};
 use super::sessions::{self, BoundedSessions};
-use super::{PitonServer, ServeError, Served};
+use super::{ServeError, Served, Session};
 
 /// The path MCP is served at; every other path is 404.
 pub const MCP_PATH: &str = "/mcp";
@@ -103,7 +103,7 @@ pub async fn serve_http(
         .with_max_request_body_bytes(MAX_BODY);
     let sessions_end = config.cancellation_token.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(PitonServer::new(served.clone())),
+        move || Ok(Session::new(served.clone())),
         Arc::new(BoundedSessions::new(
             limits.max_sessions,
             limits.session_timeout,
@@ -248,7 +248,7 @@ type Body = BoxBody<Bytes, Infallible>;
 
 struct App {
     check: HostCheck,
-    mcp: StreamableHttpService<PitonServer, BoundedSessions>,
+    mcp: StreamableHttpService<Session, BoundedSessions>,
     limits: HttpLimits,
 }
 

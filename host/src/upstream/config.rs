@@ -18,15 +18,15 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{McpServer, McpServerError, StdioCommand, check_server_name};
+use super::{StdioCommand, UpstreamError, UpstreamServer, check_server_name};
 use crate::parse::{parse_duration, parse_env_template, split_command};
 
 /// What piton.toml says about one upstream server.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct McpConfig {
+pub struct UpstreamConfig {
     /// How to reach it.
-    pub connect: McpConnect,
-    /// The connect, list and per-call timeout; see [`McpServer::with_timeout`].
+    pub connect: UpstreamConnect,
+    /// The connect, list and per-call timeout; see [`UpstreamServer::with_timeout`].
     pub timeout: Option<Duration>,
     /// Only these tools (names on the server), or all.
     pub tools: Option<Vec<String>>,
@@ -34,7 +34,7 @@ pub struct McpConfig {
 
 /// How an upstream server is reached.
 #[derive(Clone, PartialEq, Eq)]
-pub enum McpConnect {
+pub enum UpstreamConnect {
     /// A child process spoken to over stdio.
     Stdio(StdioCommand),
     /// A Streamable HTTP endpoint.
@@ -46,7 +46,7 @@ pub enum McpConnect {
     },
 }
 
-impl std::fmt::Debug for McpConnect {
+impl std::fmt::Debug for UpstreamConnect {
     /// Header names only: their values may be secrets.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -60,12 +60,14 @@ impl std::fmt::Debug for McpConnect {
     }
 }
 
-impl McpConfig {
+impl UpstreamConfig {
     /// The server this section describes, named `name`.
-    pub fn server(&self, name: &str) -> Result<McpServer, McpServerError> {
+    pub fn server(&self, name: &str) -> Result<UpstreamServer, UpstreamError> {
         let server = match &self.connect {
-            McpConnect::Stdio(command) => McpServer::stdio(name, command.clone())?,
-            McpConnect::Http { url, headers } => McpServer::http(name, url, headers.clone())?,
+            UpstreamConnect::Stdio(command) => UpstreamServer::stdio(name, command.clone())?,
+            UpstreamConnect::Http { url, headers } => {
+                UpstreamServer::http(name, url, headers.clone())?
+            }
         };
         let server = server.with_timeout(self.timeout);
         Ok(match &self.tools {
@@ -94,7 +96,7 @@ pub(crate) fn parse_mcp(
     raw: RawMcp,
     base: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<McpConfig, (String, String)> {
+) -> Result<UpstreamConfig, (String, String)> {
     let key = format!("mcp.{name}");
     let at = |sub: &str| format!("{key}.{sub}");
     check_server_name(name).map_err(|m| (key.clone(), m))?;
@@ -165,7 +167,7 @@ pub(crate) fn parse_mcp(
                     parse_env_template(&value, env).map_err(|m| (at(&format!("env.{var}")), m))?;
                 vars.insert(var, value);
             }
-            McpConnect::Stdio(StdioCommand {
+            UpstreamConnect::Stdio(StdioCommand {
                 program,
                 args,
                 cwd,
@@ -191,7 +193,7 @@ pub(crate) fn parse_mcp(
                     .map_err(|m| (at(&format!("headers.{header}")), m))?;
                 headers.insert(header, value);
             }
-            McpConnect::Http { url, headers }
+            UpstreamConnect::Http { url, headers }
         }
     };
     let timeout = match raw.timeout {
@@ -206,7 +208,7 @@ pub(crate) fn parse_mcp(
             format!("{bad:?} is not a tool name; list the server's tool names"),
         ));
     }
-    let config = McpConfig {
+    let config = UpstreamConfig {
         connect,
         timeout,
         tools: raw.tools,
@@ -246,7 +248,7 @@ mod tests {
         )
         .unwrap();
         let server = &config.mcp["everything"];
-        let McpConnect::Stdio(command) = &server.connect else {
+        let UpstreamConnect::Stdio(command) = &server.connect else {
             panic!("{server:?}")
         };
         assert_eq!(command.program, "npx");
@@ -269,7 +271,7 @@ mod tests {
     #[test]
     fn args_keep_the_command_whole() {
         let config = parse("[mcp.s]\ncommand = \"/opt/my server\"\nargs = [\"a b\"]").unwrap();
-        let McpConnect::Stdio(command) = &config.mcp["s"].connect else {
+        let UpstreamConnect::Stdio(command) = &config.mcp["s"].connect else {
             panic!()
         };
         assert_eq!(command.program, "/opt/my server");
@@ -284,7 +286,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             config.mcp["remote"].connect,
-            McpConnect::Http {
+            UpstreamConnect::Http {
                 url: "http://127.0.0.1:3001/mcp".into(),
                 headers: [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into()
             }

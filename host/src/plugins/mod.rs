@@ -2,11 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
+mod watch;
+pub use watch::{FolderWatch, Watched};
+
 use crate::config::Config;
-use crate::config::McpConnect;
+use crate::config::UpstreamConnect;
 use crate::error::LoadErrorKind;
-use crate::mcp::StdioCommand;
 use crate::protected::Protected;
+use crate::upstream::StdioCommand;
 use crate::wasm::{WasmRuntime, WasmTool};
 use crate::{LoadError, Registry, Tool as _, ToolSource};
 
@@ -103,7 +106,7 @@ pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Prot
         protected.add("the compile cache", &cache);
     }
     for (name, server) in &config.mcp {
-        if let McpConnect::Stdio(command) = &server.connect {
+        if let UpstreamConnect::Stdio(command) = &server.connect {
             for file in command_files(command) {
                 protected.add(&format!("a file [mcp.{name}] runs"), &file);
             }

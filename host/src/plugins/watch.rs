@@ -1,148 +1,14 @@
-//! What `piton serve` serves and how it follows changes: the current registry,
-//! swapped whole when the plugins folder changes, and a generation counter that
-//! every session watches to send `notifications/tools/list_changed`.
+//! Watching a plugins folder: the `*.wasm` files and piton.toml in it, and the config
+//! file wherever it is, reloading the registry when they change.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
-
-use super::McpServer;
-use crate::Registry;
-
-/// The registry being served, shared by every session, and its changes.
-///
-/// A call takes a snapshot ([`Served::registry`]) and runs on it to the end, so a
-/// reload never cuts a call short; the next request sees the new registry.
-pub struct Served {
-    current: RwLock<Arc<Registry>>,
-    /// Bumped on every change of the tool set; sessions watch it.
-    generation: Arc<watch::Sender<u64>>,
-    /// Follows the current registry's own sources of change (upstream servers).
-    upstreams: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl std::fmt::Debug for Served {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Served")
-            .field("registry", &*self.registry())
-            .field("generation", &self.generation())
-            .finish()
-    }
-}
-
-impl Served {
-    /// Serves `registry`, at generation 0. Call it inside a Tokio runtime when the
-    /// registry has upstream MCP servers: a task follows their changes.
-    pub fn new(registry: Registry) -> Arc<Self> {
-        let served = Arc::new(Self {
-            current: RwLock::new(Arc::new(registry)),
-            generation: Arc::new(watch::Sender::new(0)),
-            upstreams: Mutex::new(None),
-        });
-        served.follow(&served.registry());
-        served
-    }
-
-    /// The registry now. Keep it for the length of one request: a reload swaps in
-    /// another one and this one lives on until its last call ends.
-    pub fn registry(&self) -> Arc<Registry> {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Serves `registry` from now on and tells every session the tools changed.
-    pub fn replace(&self, registry: Registry) {
-        let registry = Arc::new(registry);
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = registry.clone();
-        self.follow(&registry);
-        self.changed();
-    }
-
-    /// Tells every session the tool set changed (it re-lists the tools).
-    pub fn changed(&self) {
-        self.generation.send_modify(|g| *g = g.wrapping_add(1));
-    }
-
-    /// How many changes there have been.
-    pub fn generation(&self) -> u64 {
-        *self.generation.borrow()
-    }
-
-    /// How many receivers of [`Served::changes`] are alive: one per session that
-    /// has not ended.
-    pub fn listeners(&self) -> usize {
-        self.generation.receiver_count()
-    }
-
-    /// A receiver that wakes on every change after this call.
-    pub fn changes(&self) -> watch::Receiver<u64> {
-        self.generation.subscribe()
-    }
-
-    /// Follows the change counters of `registry`'s sources for as long as it is the
-    /// one served.
-    fn follow(&self, registry: &Registry) {
-        let sources = upstream_changes(registry);
-        let task = (!sources.is_empty())
-            .then(|| tokio::spawn(forward_changes(sources, self.generation.clone())));
-        let old = std::mem::replace(
-            &mut *self
-                .upstreams
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-            task,
-        );
-        if let Some(old) = old {
-            old.abort();
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(task) = self
-            .upstreams
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            task.abort();
-        }
-    }
-}
-
-/// The change counters of the registry's upstream MCP servers, each bumped when
-/// that server sends `notifications/tools/list_changed`.
-fn upstream_changes(registry: &Registry) -> Vec<watch::Receiver<u64>> {
-    registry.servers().map(McpServer::watch_changes).collect()
-}
-
-/// Bumps `generation` whenever one of `sources` changes, until every source is gone
-/// (or the task is aborted because its registry was replaced).
-async fn forward_changes(
-    mut sources: Vec<watch::Receiver<u64>>,
-    generation: Arc<watch::Sender<u64>>,
-) {
-    while !sources.is_empty() {
-        let (changed, index) = {
-            let next = sources.iter_mut().map(|source| Box::pin(source.changed()));
-            let (changed, index, _rest) = futures::future::select_all(next).await;
-            (changed, index)
-        };
-        match changed {
-            Ok(()) => generation.send_modify(|g| *g = g.wrapping_add(1)),
-            // That source is gone (its server was dropped): stop following it.
-            Err(_) => drop(sources.swap_remove(index)),
-        }
-    }
-}
+use crate::registry::Registry;
+use crate::serve::Served;
 
 /// The files whose changes reload the registry: the `*.wasm` files and
 /// `piton.toml` in a folder, and any other files named (the config file).
@@ -296,42 +162,6 @@ mod tests {
         .await
         .expect("the change arrives in time")
         .expect("the sender lives");
-    }
-
-    #[tokio::test]
-    async fn replace_swaps_the_registry_and_bumps_the_generation() {
-        let served = Served::new(Registry::new());
-        let before = served.registry();
-        let mut changes = served.changes();
-        served.replace(Registry::new());
-        assert!(!Arc::ptr_eq(&before, &served.registry()));
-        assert_eq!(served.generation(), 1);
-        changes.changed().await.expect("a change");
-        assert_eq!(*changes.borrow_and_update(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_source_change_bumps_the_generation_until_the_source_is_gone() {
-        let (tx_a, rx_a) = watch::channel(0);
-        let (tx_b, rx_b) = watch::channel(0);
-        let generation = Arc::new(watch::Sender::new(0u64));
-        let task = tokio::spawn(forward_changes(vec![rx_a, rx_b], generation.clone()));
-        let mut seen = generation.subscribe();
-        tx_b.send_modify(|g| *g += 1);
-        tokio::time::timeout(Duration::from_secs(5), seen.wait_for(|g| *g == 1))
-            .await
-            .expect("in time")
-            .expect("alive");
-        tx_a.send_modify(|g| *g += 1);
-        tokio::time::timeout(Duration::from_secs(5), seen.wait_for(|g| *g == 2))
-            .await
-            .expect("in time")
-            .expect("alive");
-        drop((tx_a, tx_b));
-        tokio::time::timeout(Duration::from_secs(5), task)
-            .await
-            .expect("the task ends once every source is gone")
-            .expect("no panic");
     }
 
     #[tokio::test]

@@ -1,6 +1,6 @@
 //! Upstream MCP servers in the registry: the seed's `MCP` and `MCPTool`.
 //!
-//! An [`McpServer`] is started (stdio), reached (Streamable HTTP) or served in
+//! An [`UpstreamServer`] is started (stdio), reached (Streamable HTTP) or served in
 //! process the first time one of its tools is needed, and stays connected while
 //! piton runs. Its tools join the registry as `{server}__{tool}`, with the hints
 //! its annotations declare (worst case for the ones left out). A lost connection
@@ -21,9 +21,9 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ServerHandler, ServiceExt as _};
 use tokio::sync::watch;
 
+use super::handler::{Upstream, http_transport, list_pages};
 use super::stderr::Tail;
-use super::tool::{McpTool, content_of};
-use super::upstream::{Upstream, http_transport, list_pages};
+use super::tool::{UpstreamTool, content_of};
 use crate::registry::Entry;
 use crate::{Args, CallError, ToolError, ToolResult};
 
@@ -105,10 +105,10 @@ impl std::fmt::Debug for How {
     }
 }
 
-/// Why an [`McpServer`] cannot be made.
+/// Why an [`UpstreamServer`] cannot be made.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("MCP server {name:?}: {message}")]
-pub struct McpServerError {
+pub struct UpstreamError {
     /// The name given.
     pub name: String,
     /// What is wrong and how to fix it.
@@ -120,13 +120,13 @@ pub struct McpServerError {
 /// A cheap handle: clones share one connection. Nothing connects until a tool of
 /// it is listed or called.
 #[derive(Clone)]
-pub struct McpServer {
+pub struct UpstreamServer {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for McpServer {
+impl std::fmt::Debug for UpstreamServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpServer")
+        f.debug_struct("UpstreamServer")
             .field("name", &self.inner.name)
             .field("how", &self.inner.how)
             .field("timeout", &self.inner.timeout)
@@ -192,9 +192,9 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-impl McpServer {
-    fn new(name: &str, how: How) -> Result<Self, McpServerError> {
-        check_server_name(name).map_err(|message| McpServerError {
+impl UpstreamServer {
+    fn new(name: &str, how: How) -> Result<Self, UpstreamError> {
+        check_server_name(name).map_err(|message| UpstreamError {
             name: name.to_owned(),
             message,
         })?;
@@ -212,9 +212,9 @@ impl McpServer {
     }
 
     /// A server started as a child process, spoken to over its stdin and stdout.
-    pub fn stdio(name: &str, command: StdioCommand) -> Result<Self, McpServerError> {
+    pub fn stdio(name: &str, command: StdioCommand) -> Result<Self, UpstreamError> {
         if command.program.trim().is_empty() {
-            return Err(McpServerError {
+            return Err(UpstreamError {
                 name: name.to_owned(),
                 message: "the command is empty; give the program that starts the server".into(),
             });
@@ -227,8 +227,8 @@ impl McpServer {
         name: &str,
         url: &str,
         headers: BTreeMap<String, String>,
-    ) -> Result<Self, McpServerError> {
-        let fail = |message: String| McpServerError {
+    ) -> Result<Self, UpstreamError> {
+        let fail = |message: String| UpstreamError {
             name: name.to_owned(),
             message,
         };
@@ -279,7 +279,7 @@ impl McpServer {
 
     /// A server in this process: `make` gives a fresh handler for each connection.
     /// Meant for tests and for embedding a Rust MCP server.
-    pub fn in_process<S, F>(name: &str, make: F) -> Result<Self, McpServerError>
+    pub fn in_process<S, F>(name: &str, make: F) -> Result<Self, UpstreamError>
     where
         S: ServerHandler,
         F: Fn() -> S + Send + Sync + 'static,
@@ -445,7 +445,7 @@ impl McpServer {
             {
                 continue;
             }
-            match McpTool::entry(self, &remote) {
+            match UpstreamTool::entry(self, &remote) {
                 Ok(entry) => entries.push(Arc::new(entry)),
                 Err(message) => tracing::warn!(
                     server = self.inner.name,
@@ -457,7 +457,7 @@ impl McpServer {
         entries
     }
 
-    /// Names in `tools` (see [`McpServer::with_tools`]) the server does not have.
+    /// Names in `tools` (see [`UpstreamServer::with_tools`]) the server does not have.
     pub(crate) fn missing(&self, entries: &[Arc<Entry>]) -> Vec<String> {
         let Some(only) = &self.inner.only else {
             return Vec::new();

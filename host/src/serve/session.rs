@@ -16,7 +16,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ClientRequest,
     ContentBlock, GetMeta as _, Implementation, JsonRpcMessage, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerJsonRpcMessage, SubscriptionFilter, Tool as McpTool, ToolAnnotations,
+    ServerJsonRpcMessage, SubscriptionFilter, Tool as WireTool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::Transport;
@@ -44,7 +44,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let transport = BeforeSession::new(AsyncRwTransport::new_server(read, write));
-    let running = match PitonServer::new(served).serve(transport).await {
+    let running = match Session::new(served).serve(transport).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(ServeError(e.to_string())),
@@ -58,7 +58,7 @@ where
 
 /// The rmcp handler of one session over the served registry.
 #[derive(Clone, Debug)]
-pub struct PitonServer {
+pub struct Session {
     served: Arc<Served>,
     /// The changes since this session started, until `initialized` hands them to
     /// the task that forwards them.
@@ -67,7 +67,7 @@ pub struct PitonServer {
     alive: Arc<watch::Sender<()>>,
 }
 
-impl PitonServer {
+impl Session {
     /// A session's server over `served`.
     pub fn new(served: Arc<Served>) -> Self {
         let changes = served.changes();
@@ -103,7 +103,7 @@ async fn forward_changes(
     }
 }
 
-impl ServerHandler for PitonServer {
+impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -216,7 +216,7 @@ impl ServerHandler for PitonServer {
 
 /// A registry tool as MCP lists it: all four hints set, so no client falls back
 /// to the spec's worst-case defaults for a tool whose hints piton enforces.
-fn mcp_tool(tool: &DynTool) -> McpTool {
+fn mcp_tool(tool: &DynTool) -> WireTool {
     let spec = tool.spec();
     let hints = tool.hints();
     let schema = match &spec.input_schema {
@@ -224,7 +224,7 @@ fn mcp_tool(tool: &DynTool) -> McpTool {
         // The registry only admits object schemas; this keeps the listing valid anyway.
         _ => serde_json::Map::from_iter([("type".to_owned(), Value::from("object"))]),
     };
-    McpTool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(
+    WireTool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(
         ToolAnnotations::from_raw(
             None,
             Some(hints.read_only),

@@ -1,0 +1,16 @@
+//! The serving side of MCP: the whole registry offered to any MCP client (`piton
+//! serve`), over stdio or Streamable HTTP, following changes of the tool set.
+//!
+//! [`Served`] holds the registry being served; a [`Session`] is one session on
+//! it; [`serve`] runs one over a byte stream (stdio) and [`serve_http`] runs the HTTP
+//! endpoint with its connection, session and time limits.
+
+mod deadline;
+mod http;
+mod served;
+mod session;
+mod sessions;
+
+pub use http::{HostCheck, HttpLimits, MAX_BODY, MCP_PATH, serve_http};
+pub use served::Served;
+pub use session::{ServeError, Session, serve};

@@ -1,0 +1,16 @@
+//! The upstream side of MCP: other MCP servers whose tools join the registry (the
+//! seed's `MCP` and `MCPTool`), configured by `[mcp.NAME]` sections of piton.toml.
+//!
+//! An [`UpstreamServer`] connects on first use (a child process over stdio, Streamable
+//! HTTP, or a server in this process); its tools join as `{server}__{tool}` with the
+//! hints their annotations declare.
+
+pub(crate) mod config;
+mod handler;
+mod server;
+mod stderr;
+mod tool;
+
+pub use config::{UpstreamConfig, UpstreamConnect};
+pub use server::{SAFE_ENV, StdioCommand, UpstreamError, UpstreamServer, check_server_name};
+pub use tool::UpstreamTool;
