@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use piton_host::Registry;
-use piton_host::plugins::{self, PluginsAt};
+use piton_host::loader::Loader;
+use piton_host::plugins::PluginsAt;
 use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
 use serde_json::json;
 
@@ -29,7 +30,9 @@ fn setup() -> Setup {
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let runtime = WasmRuntime::new(RuntimeConfig::default()).expect("runtime");
     let (registry, tool) = rt.block_on(async {
-        let loaded = plugins::load(&runtime, &PluginsAt::Bundled, &Default::default())
+        let loaded = Loader::new(runtime.clone(), PluginsAt::Bundled)
+            .with_config(Default::default())
+            .load()
             .await
             .expect("bundled plugins");
         let bytes =

@@ -1,7 +1,8 @@
 //! Asking before calls: the seed's loop that asks before calls that are not
 //! read-only, as a hook on the [`Registry`](crate::Registry).
 
-use crate::{Args, Hints, HintsTrust, Tool, ToolSource};
+use crate::hints::Hints;
+use crate::tool::{Args, HintsTrust, Tool};
 
 /// One call waiting for a decision.
 pub struct ApprovalRequest<'a> {
@@ -99,14 +100,13 @@ impl AllowByReadOnly {
         self
     }
 
-    /// Whether this call's read-only hint is one to rely on.
+    /// Whether this call's read-only hint is one to rely on: the tool's hints
+    /// trust alone decides.
     fn trusts(&self, request: &ApprovalRequest<'_>) -> bool {
-        match (request.tool.hints_trust(), request.tool.source()) {
-            (HintsTrust::Enforced, _) => true,
-            (HintsTrust::Declared, ToolSource::Mcp(_)) => self.trust_mcp,
-            (HintsTrust::Declared, ToolSource::Native) => true,
-            // A wasm tool whose sandbox cannot hold it to read-only (raw TCP).
-            (HintsTrust::Declared, ToolSource::File(_) | ToolSource::Bundled(_)) => false,
+        match request.tool.hints_trust() {
+            HintsTrust::Enforced | HintsTrust::Native => true,
+            HintsTrust::Declared => self.trust_mcp,
+            HintsTrust::Unenforced => false,
         }
     }
 }
@@ -119,8 +119,8 @@ impl Approver for AllowByReadOnly {
         }
         match &self.ask {
             Some(ask) => ask.approve(request).await,
-            None if request.hints.read_only => Decision::Deny(match request.tool.source() {
-                ToolSource::Mcp(_) => format!(
+            None if request.hints.read_only => Decision::Deny(match request.tool.hints_trust() {
+                HintsTrust::Declared => format!(
                     "`{}` says it is read-only, but MCP servers' hints are not trusted \
                      (AllowByReadOnly without trust_mcp) and nobody was asked",
                     request.tool.spec().name

@@ -25,14 +25,14 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::Hints;
 use crate::grants::{Grants, Mount, MountMode, NetGrant};
+use crate::hints::Hints;
 use crate::limits::Limits;
+pub use crate::limits::OnTrap;
 use crate::parse::{parse_duration, parse_net_grant, parse_size};
 use crate::tool::check_tool_name;
 use crate::upstream::config::{RawMcp, parse_mcp};
 pub use crate::upstream::{UpstreamConfig, UpstreamConnect};
-use crate::wasm::WasmTool;
 
 /// A parsed piton.toml.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -75,17 +75,6 @@ pub struct HintOverrides {
     pub idempotent: Option<bool>,
     /// `open_world = false` narrows.
     pub open_world: Option<bool>,
-}
-
-/// What a trap of the tool does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnTrap {
-    /// Stop the run: the caller gets an `Err` (the default; a trap is a bug).
-    #[default]
-    Stop,
-    /// Give the model an error result naming the trap, and go on.
-    Error,
 }
 
 /// A piton.toml that cannot be used.
@@ -419,26 +408,6 @@ impl HintOverrides {
             _ => {}
         }
         h.validate().map_err(|e| e.to_string())
-    }
-}
-
-impl ToolConfig {
-    /// Applies these settings to `tool`: grants, limits, trap handling, then the
-    /// overrides of name, description, parallel and (narrower) hints.
-    pub fn apply_to(&self, tool: &mut WasmTool) -> Result<(), String> {
-        use crate::Tool as _;
-        let hints = self.hints.narrow(tool.hints())?;
-        tool.narrow_hints(hints)?;
-        let spec = tool.spec().clone();
-        tool.set_spec(
-            self.name.clone().unwrap_or(spec.name),
-            self.description.clone().unwrap_or(spec.description),
-            self.parallel.unwrap_or(spec.parallel),
-        );
-        tool.set_grants(self.grants.clone());
-        tool.set_limits(self.limits);
-        tool.set_on_trap(self.on_trap);
-        Ok(())
     }
 }
 

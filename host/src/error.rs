@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::ToolSource;
+use crate::source::ToolSource;
 
 /// Why a call stops the run instead of giving the model a result.
 ///

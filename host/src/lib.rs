@@ -5,14 +5,15 @@
 //! that grants nothing: no files, no network, no environment, under a memory limit
 //! and a deadline. Native Rust tools share the same [`Registry`] and call path.
 //!
+//! A Rust program loads tools as the CLI does, through the [`loader`]:
+//!
 //! ```no_run
-//! use piton_host::plugins::{self, PluginsAt};
-//! use piton_host::wasm::{RuntimeConfig, WasmRuntime};
+//! use piton_host::loader::Loader;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = WasmRuntime::new(RuntimeConfig::default())?;
-//! let config = piton_host::config::Config::load("plugins/piton.toml".as_ref())?;
-//! let loaded = plugins::load(&runtime, &PluginsAt::Folder("plugins".into()), &config).await?;
+//! // --plugins and --config as the CLI takes them: None looks them up.
+//! let loader = Loader::from_flags(Some("plugins".into()), None)?;
+//! let loaded = loader.load().await?;
 //! for error in &loaded.errors {
 //!     eprintln!("not loaded: {error}");
 //! }
@@ -24,6 +25,7 @@
 //!     Ok(content) => println!("{}", content[0].to_model_text()), // "3"
 //!     Err(error) => println!("{error}"), // an error result the model sees
 //! }
+//! loader.close().await;
 //! # Ok(()) }
 //! ```
 
@@ -33,14 +35,17 @@ pub mod cli;
 pub mod config;
 mod error;
 pub mod grants;
+mod group;
 mod hints;
 mod limits;
+pub mod loader;
 mod parse;
 pub mod plugins;
 pub mod protected;
 mod registry;
 mod schema;
 pub mod serve;
+mod source;
 mod term;
 mod tool;
 pub mod upstream;
@@ -48,17 +53,12 @@ pub mod wasm;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use error::{CallError, LoadError, LoadErrorKind, Trap};
+pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup};
 pub use hints::{Hints, HintsError};
-pub use limits::{Limits, format_size};
+pub use limits::{Limits, OnTrap, format_size};
 pub use registry::{Listing, Registry};
+pub use source::ToolSource;
 pub use tool::{
     Args, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION, MAX_INPUT_SCHEMA, Tool, ToolError,
-    ToolResult, ToolSource, ToolSpec, check_spec_size, check_tool_name,
+    ToolResult, ToolSpec, check_spec_size, check_tool_name,
 };
-
-/// A path from the environment variable `name`; unset or empty is `None`.
-fn env_path(name: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os(name)
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-}

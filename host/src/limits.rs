@@ -1,4 +1,4 @@
-//! Per-call resource limits and how sizes are written.
+//! Per-call resource limits, what a trap does, and how sizes are written.
 
 use std::time::Duration;
 
@@ -43,6 +43,17 @@ pub fn format_size(bytes: u64) -> String {
         }
     }
     format!("{bytes} bytes")
+}
+
+/// What a trap of the tool does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTrap {
+    /// Stop the run: the caller gets an `Err` (the default; a trap is a bug).
+    #[default]
+    Stop,
+    /// Give the model an error result naming the trap, and go on.
+    Error,
 }
 
 #[cfg(test)]

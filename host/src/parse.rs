@@ -229,6 +229,13 @@ pub(crate) fn split_command(text: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// A path from the environment variable `name`; unset or empty is `None`.
+pub(crate) fn env_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,5 @@
-//! The tool map: names to tools, and the call path every tool shares.
+//! The tool map: names to tools and tool groups, and the call path every tool
+//! shares (find, check the arguments, narrow the hints, approve, run).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -6,48 +7,43 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::approve::{ApprovalRequest, Approver, Decision};
-use crate::error::LoadErrorKind;
-use crate::schema::InputSchema;
-use crate::tool::{check_spec_size, check_tool_name};
-use crate::upstream::UpstreamServer;
-use crate::{Args, CallError, DynTool, Hints, LoadError, Tool, ToolError, ToolResult, ToolSource};
+use crate::error::{CallError, LoadError, LoadErrorKind};
+use crate::group::{CheckedTool, DynGroup, ToolGroup};
+use crate::hints::Hints;
+use crate::tool::{Args, DynTool, Tool, ToolError, ToolResult};
 
 /// Every tool by name: the seed's `tool_map`.
 ///
-/// [`Registry::call`] is the one call path: it finds the tool (connecting an
-/// upstream MCP server the first time one of its tools is needed), checks the
-/// arguments, asks the tool for the call's hints and narrows them to its own, asks
-/// the [`Approver`] if there is one, then runs it.
+/// It holds tools loaded here (wasm and native) and [tool groups](ToolGroup) (upstream
+/// MCP servers) whose tools join as `{group}__{tool}` when first listed.
+/// [`Registry::call`] is the one call path: it finds the tool (listing its group the
+/// first time one of its tools is needed), checks the arguments, asks the tool for
+/// the call's hints and narrows them to its own, asks the [`Approver`] if there is
+/// one, then runs it.
 #[derive(Default)]
 pub struct Registry {
-    tools: BTreeMap<String, Arc<Entry>>,
-    servers: BTreeMap<String, UpstreamServer>,
+    tools: BTreeMap<String, Arc<CheckedTool>>,
+    groups: BTreeMap<String, DynGroup>,
     approver: Option<Arc<dyn Approver>>,
-}
-
-/// A tool and its compiled input schema.
-pub(crate) struct Entry {
-    pub(crate) tool: DynTool,
-    pub(crate) schema: InputSchema,
 }
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
             .field("tools", &self.tools.keys())
-            .field("servers", &self.servers.keys())
+            .field("groups", &self.groups.keys())
             .field("approver", &self.approver.is_some())
             .finish()
     }
 }
 
-/// Every tool of a registry, upstream servers' included, from [`Registry::list`].
+/// Every tool of a registry, its groups' included, from [`Registry::list`].
 #[derive(Default)]
 pub struct Listing {
     /// The tools, sorted by name.
     pub tools: Vec<DynTool>,
-    /// Upstream servers that could not be listed (each a [`CallError::Connection`]),
-    /// and `tools` entries in piton.toml a server does not have.
+    /// Groups that could not be listed (each a [`CallError::Connection`] for an
+    /// upstream server), and tools a group's configuration names that it lacks.
     pub errors: Vec<CallError>,
 }
 
@@ -57,11 +53,10 @@ impl Registry {
         Self::default()
     }
 
-    /// Adds a tool. Its name must match `[A-Za-z0-9_-]{1,64}`, its description and
-    /// input schema must fit [`check_spec_size`](crate::check_spec_size), its input
-    /// schema must be an object schema, its hints must agree with each other, and no other tool
-    /// may have its name: a duplicate is an error naming both sources, never a silent
-    /// override.
+    /// Adds a tool. It must pass [`CheckedTool::new`] (name, sizes, an object input
+    /// schema, hints that agree with each other), and no other tool may have its name
+    /// nor a group its `{group}__` name space: a duplicate is an error naming both
+    /// sources, never a silent override.
     pub fn add(&mut self, tool: impl Tool + 'static) -> Result<(), LoadError> {
         self.add_shared(Arc::new(tool))
     }
@@ -72,56 +67,50 @@ impl Registry {
             plugin: tool.source(),
             kind,
         };
-        let spec = tool.spec();
-        check_tool_name(&spec.name).map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
-        check_spec_size(&spec.description, spec.input_schema.to_string().len())
-            .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
-        let schema = if tool.checks_whole_schema() {
-            InputSchema::new(&spec.input_schema)
-        } else {
-            InputSchema::required_only(&spec.input_schema)
-        }
-        .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
-        tool.hints()
-            .validate()
-            .map_err(|e| fail(LoadErrorKind::Invalid(format!("its hints: {e}"))))?;
-        if let Some(other) = self.tools.get(&spec.name) {
+        let checked =
+            CheckedTool::new(tool.clone()).map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
+        let name = &tool.spec().name;
+        if let Some(other) = self.tools.get(name) {
             return Err(fail(LoadErrorKind::Duplicate {
-                name: spec.name.clone(),
-                other: other.tool.source(),
+                name: name.clone(),
+                other: other.tool().source(),
             }));
         }
-        if let Some((server, _)) = spec.name.split_once("__")
-            && self.servers.contains_key(server)
+        if let Some((group, _)) = name.split_once("__")
+            && self.groups.contains_key(group)
         {
             return Err(fail(LoadErrorKind::Invalid(format!(
-                "tool `{}` is in the name space of MCP server `{server}` (mcp:{server}, \
-                 piton.toml [mcp.{server}]): every `{server}__*` name is that server's; \
-                 rename the tool (piton.toml [tools.NAME] name = ...)",
-                spec.name
+                "tool `{name}` is in the name space of MCP server `{group}` (mcp:{group}, \
+                 piton.toml [mcp.{group}]): every `{group}__*` name is that server's; \
+                 rename the tool (piton.toml [tools.NAME] name = ...)"
             ))));
         }
-        self.tools
-            .insert(spec.name.clone(), Arc::new(Entry { tool, schema }));
+        self.tools.insert(name.clone(), Arc::new(checked));
         Ok(())
     }
 
-    /// Adds an upstream MCP server; its tools join as `{server}__{tool}` when it is
-    /// first used (nothing connects here). Its name must be unique and no tool may
-    /// already use its `{server}__` prefix.
+    /// Adds a tool group (an [`UpstreamServer`](crate::upstream::UpstreamServer));
+    /// its tools join as `{group}__{tool}` when it is first listed (nothing connects
+    /// here). Its name must be unique and no tool may already use its `{group}__`
+    /// prefix.
     ///
-    /// The whole `{server}__` name space is the server's, not only the names it lists:
-    /// its tools are not known until it connects and may change at any time, so a tool
-    /// added here with such a name (before or after the server) is refused, naming
-    /// both sources. The CLI adds servers first, so piton.toml's servers keep their
-    /// names and a wasm tool in their name space is the one refused.
-    pub fn add_mcp(&mut self, server: UpstreamServer) -> Result<(), LoadError> {
-        let name = server.name().to_owned();
+    /// The whole `{group}__` name space is the group's, not only the names it lists:
+    /// its tools are not known until it is listed and may change at any time, so a
+    /// tool added here with such a name (before or after the group) is refused,
+    /// naming both sources. The loader adds groups first, so piton.toml's servers
+    /// keep their names and a wasm tool in their name space is the one refused.
+    pub fn add_group(&mut self, group: impl ToolGroup + 'static) -> Result<(), LoadError> {
+        self.add_shared_group(Arc::new(group))
+    }
+
+    /// Adds a shared tool group; see [`Registry::add_group`].
+    pub fn add_shared_group(&mut self, group: DynGroup) -> Result<(), LoadError> {
+        let name = group.name().to_owned();
         let fail = |message: String| LoadError {
-            plugin: ToolSource::Mcp(name.clone()),
+            plugin: group.source(),
             kind: LoadErrorKind::Invalid(message),
         };
-        if self.servers.contains_key(&name) {
+        if self.groups.contains_key(&name) {
             return Err(fail(format!(
                 "MCP server `{name}` is added twice; give each server its own name"
             )));
@@ -136,17 +125,17 @@ impl Registry {
                 "MCP server `{name}` (piton.toml [mcp.{name}]) is not added: tool `{}` of {} \
                  is in its name space (every `{name}__*` name is the server's); rename the \
                  tool or the server",
-                entry.tool.spec().name,
-                entry.tool.source()
+                entry.tool().spec().name,
+                entry.tool().source()
             )));
         }
-        self.servers.insert(name, server);
+        self.groups.insert(name, group);
         Ok(())
     }
 
-    /// The upstream MCP servers, sorted by name.
-    pub fn servers(&self) -> impl Iterator<Item = &UpstreamServer> {
-        self.servers.values()
+    /// The tool groups, sorted by name.
+    pub fn groups(&self) -> impl Iterator<Item = &DynGroup> {
+        self.groups.values()
     }
 
     /// Asks `approver` before every call from now on (the seed's loop that asks
@@ -155,59 +144,40 @@ impl Registry {
         self.approver = Some(Arc::new(approver));
     }
 
-    /// The tool called `name`, if it is loaded here (upstream MCP servers' tools are
-    /// found by [`Registry::find`] and [`Registry::list`], which may connect).
+    /// The tool called `name` if it is loaded here, without listing any group.
     pub fn get(&self, name: &str) -> Option<&DynTool> {
-        self.tools.get(name).map(|e| &e.tool)
+        self.tools.get(name).map(|e| e.tool())
     }
 
-    /// The tool called `name`, connecting its upstream MCP server if needed.
+    /// The tool called `name`, listing its group if needed (which may connect).
     pub async fn find(&self, name: &str) -> Result<DynTool, CallError> {
-        self.entry(name, true).await.map(|e| e.tool.clone())
+        self.entry(name, true).await.map(|e| e.tool().clone())
     }
 
-    /// The tools loaded here (wasm and native), sorted by name; see
-    /// [`Registry::list`] for every tool with the upstream servers' ones.
-    pub fn tools(&self) -> impl Iterator<Item = &DynTool> {
-        self.tools.values().map(|e| &e.tool)
-    }
-
-    /// Every tool, connecting each upstream server that is not connected yet (all at
-    /// once). A server that cannot be reached is an error in the listing; the other
-    /// tools are still listed.
+    /// Every tool, listing each group that is not listed yet (all at once). A group
+    /// that cannot be listed is an error in the listing; the other tools are still
+    /// listed.
     pub async fn list(&self) -> Listing {
         let mut tools: BTreeMap<String, DynTool> = self
             .tools
             .iter()
-            .map(|(name, e)| (name.clone(), e.tool.clone()))
+            .map(|(name, e)| (name.clone(), e.tool().clone()))
             .collect();
         let mut errors = Vec::new();
         let listed = futures::future::join_all(
-            self.servers
+            self.groups
                 .values()
-                .map(|s| async move { (s, s.entries(true).await) }),
+                .map(|g| async move { (g, g.tools(true).await) }),
         )
         .await;
-        for (server, result) in listed {
+        for (group, result) in listed {
             match result {
-                Ok(entries) => {
-                    for name in server.missing(&entries) {
-                        errors.push(CallError::Connection {
-                            server: server.name().to_owned(),
-                            message: format!(
-                                "has no tool `{name}` (named in its `tools` list); it has: {}",
-                                entries
-                                    .iter()
-                                    .map(|e| e.tool.spec().name.clone())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        });
-                    }
-                    for entry in entries.iter() {
+                Ok(listed) => {
+                    errors.extend(group.problems(&listed));
+                    for entry in listed.iter() {
                         tools
-                            .entry(entry.tool.spec().name.clone())
-                            .or_insert_with(|| entry.tool.clone());
+                            .entry(entry.tool().spec().name.clone())
+                            .or_insert_with(|| entry.tool().clone());
                     }
                 }
                 Err(error) => errors.push(error),
@@ -219,40 +189,40 @@ impl Registry {
         }
     }
 
-    /// Every name known without connecting, sorted: the tools loaded here and those
-    /// of upstream servers already listed.
+    /// Every name known without listing, sorted: the tools loaded here and those of
+    /// groups already listed.
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.tools.keys().cloned().collect();
-        for server in self.servers.values() {
-            names.extend(server.cached_names());
+        for group in self.groups.values() {
+            names.extend(group.known_names());
         }
         names.sort();
         names.dedup();
         names
     }
 
-    /// How many tools are loaded here (upstream servers' tools not counted).
+    /// How many tools are loaded here (groups' tools not counted).
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
-    /// Whether no tool is loaded here and no upstream server is added.
+    /// Whether no tool is loaded here and no group is added.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.servers.is_empty()
+        self.tools.is_empty() && self.groups.is_empty()
     }
 
-    /// The entry of `name`: a tool loaded here, or `{server}__{tool}` of an upstream
-    /// server (connected first if needed; with `reconnect`, a closed connection is
-    /// made again, else its tools are still found so that the call reports the loss).
-    async fn entry(&self, name: &str, reconnect: bool) -> Result<Arc<Entry>, CallError> {
+    /// The entry of `name`: a tool loaded here, or `{group}__{tool}` of a group
+    /// (listed first if needed; with `refresh`, a closed connection is made again,
+    /// else its tools are still found so that the call reports the loss).
+    async fn entry(&self, name: &str, refresh: bool) -> Result<Arc<CheckedTool>, CallError> {
         if let Some(entry) = self.tools.get(name) {
             return Ok(entry.clone());
         }
-        if let Some((server, _)) = name.split_once("__")
-            && let Some(server) = self.servers.get(server)
+        if let Some((group, _)) = name.split_once("__")
+            && let Some(group) = self.groups.get(group)
         {
-            let entries = server.entries(reconnect).await?;
-            if let Some(entry) = entries.iter().find(|e| e.tool.spec().name == name) {
+            let listed = group.tools(refresh).await?;
+            if let Some(entry) = listed.iter().find(|e| e.tool().spec().name == name) {
                 return Ok(entry.clone());
             }
         }
@@ -272,17 +242,17 @@ impl Registry {
         if !args.is_object() {
             return Ok(Err(not_an_object(&args)));
         }
-        if let Err(error) = entry.schema.check(&args) {
+        if let Err(error) = entry.check_args(&args) {
             return Ok(Err(error));
         }
         let args = match args {
             Value::Object(args) => args,
             other => return Ok(Err(not_an_object(&other))),
         };
-        let hints = call_hints(entry.tool.as_ref(), &args).await?;
+        let hints = call_hints(entry.tool().as_ref(), &args).await?;
         if let Some(approver) = &self.approver {
             let request = ApprovalRequest {
-                tool: entry.tool.as_ref(),
+                tool: entry.tool().as_ref(),
                 args: &args,
                 hints,
             };
@@ -295,10 +265,10 @@ impl Registry {
         }
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.
-        match entry.tool.call(&args, hints).await {
+        match entry.tool().call(&args, hints).await {
             Err(CallError::Host { message, .. }) if hints.idempotent => {
                 tracing::warn!(tool = name, %message, "host fault in an idempotent call; retrying once");
-                entry.tool.call(&args, hints).await
+                entry.tool().call(&args, hints).await
             }
             result => result,
         }
@@ -309,7 +279,7 @@ impl Registry {
     /// are the hints the call's sandbox is built from.
     pub async fn hints_for(&self, name: &str, args: &Args) -> Result<Hints, CallError> {
         let entry = self.entry(name, true).await?;
-        call_hints(entry.tool.as_ref(), args).await
+        call_hints(entry.tool().as_ref(), args).await
     }
 
     /// Runs a batch of calls as the seed does: the calls of `parallel` tools together,

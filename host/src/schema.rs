@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::ToolError;
+use crate::tool::ToolError;
 
 /// A tool's input schema, compiled once.
 pub(crate) enum InputSchema {

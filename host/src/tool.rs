@@ -1,13 +1,15 @@
 //! The tool model: what every tool in a [`Registry`](crate::Registry) is and returns.
 
-use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::{CallError, Hints};
+use crate::error::CallError;
+use crate::grants::Capabilities;
+use crate::hints::Hints;
+use crate::limits::{Limits, OnTrap};
+use crate::source::ToolSource;
 
 /// The arguments of one call: a JSON object.
 pub type Args = Map<String, Value>;
@@ -95,38 +97,60 @@ pub enum ToolError {
     Failed(String),
 }
 
-/// Where a tool comes from, for listings and error messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ToolSource {
-    /// A component file in a plugins folder.
-    File(PathBuf),
-    /// An example plugin built into the piton binary.
-    Bundled(String),
-    /// A tool written in Rust and added through the library.
+/// How far a tool's hints can be relied on: what an [`Approver`](crate::Approver)
+/// decides on, and what `piton list` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HintsTrust {
+    /// piton's sandbox holds the tool to its hints (wasm tools).
+    Enforced,
+    /// Another party says so and nothing checks it: an upstream MCP server's
+    /// annotations.
+    Declared,
+    /// The embedding program's own code (a native tool): as trusted as the program.
     Native,
-    /// A tool of the upstream MCP server with this name.
-    Mcp(String),
+    /// A sandboxed tool whose grants let it past its hints (raw TCP, where read-only
+    /// is not checked): not to be relied on.
+    Unenforced,
 }
 
-impl fmt::Display for ToolSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl HintsTrust {
+    /// The word `piton list` and `piton inspect` show.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Self::File(path) => write!(f, "{}", path.display()),
-            Self::Bundled(name) => write!(f, "bundled:{name}"),
-            Self::Native => f.write_str("native"),
-            Self::Mcp(server) => write!(f, "mcp:{server}"),
+            Self::Enforced => "enforced",
+            Self::Declared => "declared",
+            Self::Native => "native",
+            Self::Unenforced => "unenforced",
         }
     }
 }
 
-/// Whether a tool's hints are enforced by its sandbox or only declared by it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HintsTrust {
-    /// piton's sandbox holds the tool to its hints (wasm tools).
-    Enforced,
-    /// The tool says so; nothing checks it (native and MCP tools).
-    Declared,
+/// Facts about a component file, for `piton inspect`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ComponentInfo {
+    /// The SHA-256 of the component's bytes, in hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The interfaces it imports (the WASI it may use, if granted).
+    pub imports: Vec<String>,
+}
+
+/// What a sandboxed tool runs with, for `piton inspect`: its component, its limits
+/// and the most a call may use.
+#[derive(Clone, Debug)]
+pub struct SandboxReport {
+    /// The component's hash, size and imports.
+    pub component: ComponentInfo,
+    /// Each call's limits.
+    pub limits: Limits,
+    /// What a trap does.
+    pub on_trap: OnTrap,
+    /// What a call gets at most: the grants bounded by the tool's own hints (a call's
+    /// `hints_for` can only narrow this further).
+    pub capabilities: Capabilities,
 }
 
 /// Any tool: a wasm plugin, native Rust, or an upstream MCP server's tool.
@@ -135,16 +159,17 @@ pub enum HintsTrust {
 /// checks the arguments against the input schema and narrows the call's hints before
 /// [`Tool::call`] runs.
 #[async_trait::async_trait]
-pub trait Tool: std::any::Any + Send + Sync {
+pub trait Tool: Send + Sync {
     /// The tool as the model sees it.
     fn spec(&self) -> &ToolSpec;
 
     /// The tool's own hints: the worst case for any call.
     fn hints(&self) -> Hints;
 
-    /// Whether the hints are enforced or only declared.
+    /// How far the hints can be relied on; a tool written in Rust and added through
+    /// the library is [`HintsTrust::Native`].
     fn hints_trust(&self) -> HintsTrust {
-        HintsTrust::Declared
+        HintsTrust::Native
     }
 
     /// Where the tool comes from.
@@ -158,11 +183,9 @@ pub trait Tool: std::any::Any + Send + Sync {
         Ok(None)
     }
 
-    /// Whether the registry checks the arguments against the whole input schema
-    /// (true), or only that the required properties are there (false: the tool
-    /// checks the rest itself, as an MCP server does).
-    fn checks_whole_schema(&self) -> bool {
-        true
+    /// What the tool's sandbox holds it to, if it runs in one (`piton inspect`).
+    fn sandbox(&self) -> Option<SandboxReport> {
+        None
     }
 
     /// Runs one call whose arguments fit the input schema, with the call's hints.
@@ -211,13 +234,13 @@ pub fn check_spec_size(description: &str, schema_len: usize) -> Result<(), Strin
         return Err(format!(
             "its description is {} bytes, over the limit of {}; shorten it",
             description.len(),
-            crate::format_size(MAX_DESCRIPTION as u64)
+            crate::limits::format_size(MAX_DESCRIPTION as u64)
         ));
     }
     if schema_len > MAX_INPUT_SCHEMA {
         return Err(format!(
             "its input schema is {schema_len} bytes of JSON, over the limit of {}; shorten it",
-            crate::format_size(MAX_INPUT_SCHEMA as u64)
+            crate::limits::format_size(MAX_INPUT_SCHEMA as u64)
         ));
     }
     Ok(())

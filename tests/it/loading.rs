@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use piton_host::config::Config;
-use piton_host::plugins::{self, PluginsAt};
+use piton_host::loader::Loader;
+use piton_host::plugins::PluginsAt;
 use piton_host::{Hints, LoadErrorKind, ToolSource};
 use piton_tests::{guests, plugins as examples};
 
@@ -61,11 +62,12 @@ async fn bytes_that_are_not_wasm_do_not_load() {
 
 #[tokio::test]
 async fn a_missing_plugins_folder_says_how_to_fix_it() {
-    let error = plugins::load(
-        runtime(),
-        &PluginsAt::Folder("/no/such/folder".into()),
-        &Config::default(),
+    let error = Loader::new(
+        runtime().clone(),
+        PluginsAt::Folder("/no/such/folder".into()),
     )
+    .with_config(Config::default())
+    .load()
     .await
     .unwrap_err();
     let message = error.to_string();
@@ -75,7 +77,9 @@ async fn a_missing_plugins_folder_says_how_to_fix_it() {
 
 #[tokio::test]
 async fn the_bundled_examples_all_load() {
-    let loaded = plugins::load(runtime(), &PluginsAt::Bundled, &Config::default())
+    let loaded = Loader::new(runtime().clone(), PluginsAt::Bundled)
+        .with_config(Config::default())
+        .load()
         .await
         .unwrap();
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
@@ -100,13 +104,11 @@ async fn a_folder_loads_every_good_plugin_and_reports_the_bad() {
         ("4.wasm", guests::HOSTILE_COUNTER),
     ]);
     std::fs::write(folder.path().join("notes.txt"), "not a plugin, ignored").unwrap();
-    let loaded = plugins::load(
-        runtime(),
-        &PluginsAt::Folder(folder.path().into()),
-        &Config::default(),
-    )
-    .await
-    .unwrap();
+    let loaded = Loader::new(runtime().clone(), PluginsAt::Folder(folder.path().into()))
+        .with_config(Config::default())
+        .load()
+        .await
+        .unwrap();
     assert_eq!(loaded.registry.names(), ["counter", "word_count"]);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
@@ -130,13 +132,11 @@ async fn load_error_of(name: &str, bytes: &[u8]) -> String {
 }
 
 async fn only_error(folder: &Path) -> String {
-    let loaded = plugins::load(
-        runtime(),
-        &PluginsAt::Folder(folder.into()),
-        &Config::default(),
-    )
-    .await
-    .expect("the folder reads");
+    let loaded = Loader::new(runtime().clone(), PluginsAt::Folder(folder.into()))
+        .with_config(Config::default())
+        .load()
+        .await
+        .expect("the folder reads");
     assert_eq!(loaded.errors.len(), 1, "{:?}", loaded.errors);
     let message = loaded.errors[0].to_string();
     assert!(!message.contains('\n'), "one line: {message}");

@@ -157,7 +157,7 @@ fn names(listing: &Listing) -> Vec<String> {
 
 fn registry_with(server: UpstreamServer) -> Registry {
     let mut registry = Registry::new();
-    registry.add_mcp(server).expect("added");
+    registry.add_group(server).expect("added");
     registry
 }
 
@@ -361,7 +361,7 @@ fn server_names_and_clashes_are_load_errors() {
     let (two, _) = test_server("up");
     let mut registry = registry_with(one);
     let error = registry
-        .add_mcp(two)
+        .add_group(two)
         .expect_err("a second `up`")
         .to_string();
     assert!(error.contains("added twice"), "{error}");
@@ -377,7 +377,7 @@ async fn approval_registry(approver: AllowByReadOnly) -> (Registry, Arc<Seen>) {
         tool.set_limits(Limits::default());
         registry.add(tool).expect("added");
     }
-    registry.add_mcp(server).expect("added");
+    registry.add_group(server).expect("added");
     registry.set_approver(approver);
     (registry, seen)
 }
@@ -630,7 +630,7 @@ async fn a_server_that_never_answers_is_given_up_on_and_the_others_are_listed() 
         .with_timeout(Some(std::time::Duration::from_millis(500)));
     let (other, _seen) = test_server("up");
     let mut registry = registry_with(silent);
-    registry.add_mcp(other).expect("added");
+    registry.add_group(other).expect("added");
     let listing = registry.list().await;
     assert!(names(&listing).contains(&"up__add".to_owned()));
     let error = listing.errors[0].to_string();

@@ -1,17 +1,19 @@
-//! Loading a plugins folder (or the bundled examples) into a [`Registry`].
+//! The plugins side: where plugins are (a folder, or the examples built into piton),
+//! reading their components, what a load protects from the tools' own grants, and
+//! watching a folder for changes.
 
 use std::path::{Path, PathBuf};
 
+use crate::config::Config;
+use crate::error::LoadError;
+use crate::parse::env_path;
+use crate::protected::Protected;
+use crate::source::ToolSource;
+use crate::upstream::{StdioCommand, UpstreamConnect};
+use crate::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
+
 mod watch;
 pub use watch::{FolderWatch, Watched};
-
-use crate::config::Config;
-use crate::config::UpstreamConnect;
-use crate::error::LoadErrorKind;
-use crate::protected::Protected;
-use crate::upstream::StdioCommand;
-use crate::wasm::{WasmRuntime, WasmTool};
-use crate::{LoadError, Registry, Tool as _, ToolSource};
 
 /// Where the plugins come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +28,7 @@ impl PluginsAt {
     /// The CLI's rule: `flag`, else `$PITON_PLUGINS`, else `./plugins` if it holds
     /// `.wasm` files, else the bundled examples.
     pub fn resolve(flag: Option<PathBuf>) -> Self {
-        if let Some(dir) = flag.or_else(|| crate::env_path("PITON_PLUGINS")) {
+        if let Some(dir) = flag.or_else(|| env_path("PITON_PLUGINS")) {
             return Self::Folder(dir);
         }
         let local = Path::new("plugins");
@@ -39,7 +41,7 @@ impl PluginsAt {
     /// The CLI's rule for piton.toml: `flag`, else `$PITON_CONFIG`, else `piton.toml`
     /// in the plugins folder, else `./piton.toml`; `None` when there is none.
     pub fn config_file(&self, flag: Option<PathBuf>) -> Option<PathBuf> {
-        if let Some(file) = flag.or_else(|| crate::env_path("PITON_CONFIG")) {
+        if let Some(file) = flag.or_else(|| env_path("PITON_CONFIG")) {
             return Some(file);
         }
         let beside = match self {
@@ -51,17 +53,6 @@ impl PluginsAt {
             .chain([PathBuf::from("piton.toml")])
             .find(|file| file.is_file())
     }
-}
-
-/// A registry and the plugins that did not load.
-#[derive(Debug, Default)]
-pub struct Loaded {
-    /// Every tool that loaded.
-    pub registry: Registry,
-    /// Every plugin that did not, with the reason.
-    pub errors: Vec<LoadError>,
-    /// Sections of piton.toml that match no tool.
-    pub unused_config: Vec<String>,
 }
 
 /// Why a plugins folder could not be read at all.
@@ -92,7 +83,7 @@ pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Prot
         .file
         .clone()
         .into_iter()
-        .chain(crate::env_path("PITON_CONFIG"))
+        .chain(env_path("PITON_CONFIG"))
         .chain([PathBuf::from("piton.toml")]);
     for file in files {
         protected.add("the config file", &file);
@@ -101,7 +92,7 @@ pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Prot
         .cache_dir()
         .map(Path::to_path_buf)
         .into_iter()
-        .chain(crate::wasm::RuntimeConfig::default_cache_dir());
+        .chain(RuntimeConfig::default_cache_dir());
     for cache in caches {
         protected.add("the compile cache", &cache);
     }
@@ -130,29 +121,15 @@ fn command_files(command: &StdioCommand) -> Vec<PathBuf> {
     program.into_iter().chain(args).collect()
 }
 
-/// Loads every plugin of `at` and applies `config` to the tools it names. A plugin
-/// that fails (or whose piton.toml section cannot apply) is reported in
-/// [`Loaded::errors`] and the others still load; two tools with one name keep the
-/// first (by file name) and report the second, naming both. A tool granted "write"
-/// on a place piton loads or trusts ([`protected`]) is not loaded.
-pub async fn load(
+/// Reads every component of `at` as a tool, all at once, in file-name order (a
+/// plugins folder) or name order (the bundled examples): each is a tool or the
+/// reason it did not load. piton.toml is not applied here: see
+/// [`Loader`](crate::loader::Loader).
+pub async fn read(
     runtime: &WasmRuntime,
     at: &PluginsAt,
-    config: &Config,
-) -> Result<Loaded, FolderError> {
-    load_into(Registry::default(), runtime, at, config).await
-}
-
-/// [`load`] into `registry`, which may already hold tools and upstream servers: a
-/// plugin whose name collides with one of them (or is in a server's `{server}__`
-/// name space) is the one reported.
-pub async fn load_into(
-    registry: Registry,
-    runtime: &WasmRuntime,
-    at: &PluginsAt,
-    config: &Config,
-) -> Result<Loaded, FolderError> {
-    let loads: Vec<Result<WasmTool, LoadError>> = match at {
+) -> Result<Vec<Result<WasmTool, LoadError>>, FolderError> {
+    Ok(match at {
         PluginsAt::Folder(folder) => {
             let files = wasm_files(folder).map_err(|source| FolderError {
                 folder: folder.clone(),
@@ -166,43 +143,7 @@ pub async fn load_into(
             }))
             .await
         }
-    };
-    let protected = protected(at, config, runtime);
-    let mut loaded = Loaded {
-        registry,
-        ..Loaded::default()
-    };
-    let mut used = std::collections::BTreeSet::new();
-    for load in loads {
-        let added = load
-            .and_then(|mut tool| {
-                if let Some(settings) = config.tools.get(&tool.spec().name) {
-                    used.insert(tool.spec().name.clone());
-                    let name = tool.spec().name.clone();
-                    let source = tool.source();
-                    let invalid = |message: String| LoadError {
-                        plugin: source.clone(),
-                        kind: LoadErrorKind::Invalid(format!(
-                            "piton.toml [tools.{name}]: {message}"
-                        )),
-                    };
-                    settings.apply_to(&mut tool).map_err(invalid)?;
-                    protected.check(tool.grants()).map_err(invalid)?;
-                }
-                Ok(tool)
-            })
-            .and_then(|tool| loaded.registry.add(tool));
-        if let Err(error) = added {
-            loaded.errors.push(error);
-        }
-    }
-    loaded.unused_config = config
-        .tools
-        .keys()
-        .filter(|name| !used.contains(*name))
-        .cloned()
-        .collect();
-    Ok(loaded)
+    })
 }
 
 /// The component bytes of the bundled example `package` (e.g. `"word-count"`).

@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::http::HttpLimits;
+use super::limits::HttpLimits;
 
 /// Where a connection is, and since when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -31,8 +31,10 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::deadline::{Phases, RequestBody, ResponseBody, TrackedIo};
+use super::limits::HttpLimits;
+use super::served::Served;
+use super::session::{ServeError, Session};
 use super::sessions::{self, BoundedSessions};
-use super::{ServeError, Served, Session};
 
 /// The path MCP is served at; every other path is 404.
 pub const MCP_PATH: &str = "/mcp";
@@ -51,39 +53,6 @@ const MAX_HEAD: usize = 64 << 10;
 
 /// How often, at most, the log says that the connection limit is reached.
 const LIMIT_LOG_EVERY: Duration = Duration::from_secs(60);
-
-/// What `serve --http` holds open for its clients, at most: a slow or idle client is
-/// let go, and too many of them wait or are refused, so they cannot starve the rest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HttpLimits {
-    /// Connections open at once (at least 1). Past it, new ones are not accepted
-    /// (they wait in the listen backlog) until one closes.
-    pub max_connections: usize,
-    /// MCP sessions open at once. Past it, `initialize` gets 503 until a session is
-    /// closed or expires; 2026-07-28 requests need no session and are not counted.
-    pub max_sessions: usize,
-    /// How long a request's head may take, from its first byte or from connecting.
-    pub header_timeout: Duration,
-    /// How long a request's body may take, from the end of its head.
-    pub body_timeout: Duration,
-    /// How long a kept-alive connection may wait for its next request.
-    pub idle_timeout: Duration,
-    /// How long an MCP session may go without a message before it ends.
-    pub session_timeout: Duration,
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        Self {
-            max_connections: 512,
-            max_sessions: 256,
-            header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(60),
-            session_timeout: Duration::from_secs(300),
-        }
-    }
-}
 
 /// Serves `served` over Streamable HTTP on `listener` within `limits` until
 /// `shutdown` resolves, then stops accepting, ends the sessions and gives open

@@ -7,10 +7,12 @@
 
 mod deadline;
 mod http;
+mod limits;
 mod served;
 mod session;
 mod sessions;
 
-pub use http::{HostCheck, HttpLimits, MAX_BODY, MCP_PATH, serve_http};
+pub use http::{HostCheck, MAX_BODY, MCP_PATH, serve_http};
+pub use limits::HttpLimits;
 pub use served::Served;
 pub use session::{ServeError, Session, serve};

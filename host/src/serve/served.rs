@@ -8,7 +8,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::registry::Registry;
-use crate::upstream::UpstreamServer;
 
 /// The registry being served, shared by every session, and its changes.
 ///
@@ -114,12 +113,12 @@ impl Drop for Served {
     }
 }
 
-/// The change counters of the registry's upstream MCP servers, each bumped when
-/// that server sends `notifications/tools/list_changed`.
+/// The change counters of the registry's tool groups, each bumped when that group's
+/// tools change (an upstream server's `notifications/tools/list_changed`).
 fn upstream_changes(registry: &Registry) -> Vec<watch::Receiver<u64>> {
     registry
-        .servers()
-        .map(UpstreamServer::watch_changes)
+        .groups()
+        .filter_map(|group| group.changes())
         .collect()
 }
 

@@ -26,7 +26,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
-use super::Served;
+use super::served::Served;
 use crate::{CallError, Content, DONE, DynTool};
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{StdioCommand, UpstreamError, UpstreamServer, check_server_name};
+use super::connection::StdioCommand;
+use super::server::{UpstreamError, UpstreamServer, check_server_name};
 use crate::parse::{parse_duration, parse_env_template, split_command};
 
 /// What piton.toml says about one upstream server.

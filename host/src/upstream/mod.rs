@@ -6,11 +6,14 @@
 //! hints their annotations declare.
 
 pub(crate) mod config;
+mod connection;
+mod convert;
 mod handler;
 mod server;
 mod stderr;
 mod tool;
 
 pub use config::{UpstreamConfig, UpstreamConnect};
-pub use server::{SAFE_ENV, StdioCommand, UpstreamError, UpstreamServer, check_server_name};
+pub use connection::{SAFE_ENV, StdioCommand};
+pub use server::{UpstreamError, UpstreamServer, check_server_name};
 pub use tool::UpstreamTool;

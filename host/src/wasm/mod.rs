@@ -14,4 +14,4 @@ mod tool;
 
 pub use runtime::{RuntimeConfig, RuntimeError, WasmRuntime};
 pub(crate) use sandbox::{Sandbox, SandboxError};
-pub use tool::{ComponentInfo, ReusedInstance, WasmTool};
+pub use tool::{ReusedInstance, WasmTool};

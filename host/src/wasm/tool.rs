@@ -5,7 +5,6 @@ use std::path::Path;
 use std::pin::Pin;
 use std::time::Instant;
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use wasmtime::component::ResourceTableError;
 use wasmtime::{Store, UpdateDeadline};
@@ -14,24 +13,15 @@ use super::bindings::{self, Plugin, PluginPre};
 use super::diagnose;
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
-use crate::config::OnTrap;
-use crate::error::{LoadErrorKind, Trap};
+use crate::config::ToolConfig;
+use crate::error::{CallError, LoadError, LoadErrorKind, Trap};
 use crate::grants::{Capabilities, Grants};
-use crate::{
-    Args, CallError, Content, Hints, HintsTrust, Limits, LoadError, Tool, ToolError, ToolResult,
-    ToolSource, ToolSpec,
+use crate::hints::Hints;
+use crate::limits::{Limits, OnTrap};
+use crate::source::ToolSource;
+use crate::tool::{
+    Args, ComponentInfo, Content, HintsTrust, SandboxReport, Tool, ToolError, ToolResult, ToolSpec,
 };
-
-/// Facts about a component file, for `piton inspect`.
-#[derive(Clone, Debug, Serialize)]
-pub struct ComponentInfo {
-    /// The SHA-256 of the component's bytes, in hex.
-    pub sha256: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// The interfaces it imports (the WASI it may use, if granted).
-    pub imports: Vec<String>,
-}
 
 /// A wasm tool: its spec and hints, read once at load, and its pre-linked component.
 pub struct WasmTool {
@@ -260,31 +250,25 @@ impl WasmTool {
         self.on_trap
     }
 
-    /// What a trap of this tool does: stop the run (default) or become an error result.
-    pub fn set_on_trap(&mut self, on_trap: OnTrap) {
-        self.on_trap = on_trap;
-    }
-
-    /// Replaces the name, description and parallel flag (not the schema, which is
-    /// the guest's). The caller checks the name; a [`Registry`](crate::Registry) does.
-    pub fn set_spec(&mut self, name: String, description: String, parallel: bool) {
-        self.spec.name = name;
-        self.spec.description = description;
-        self.spec.parallel = parallel;
-    }
-
-    /// Narrows the tool's hints. Hints wider than the tool's own are refused: a user
-    /// can promise less than the tool, never more.
-    pub fn narrow_hints(&mut self, hints: Hints) -> Result<(), String> {
-        let (narrowed, widened) = hints.narrowed_by(self.hints);
-        if widened {
-            return Err(format!(
-                "{hints} would widen the tool's hints ({}); piton.toml can only narrow them",
-                self.hints
-            ));
+    /// This tool with piton.toml's settings for it: grants, limits and trap handling,
+    /// then the overrides of name, description, parallel and hints (which can only
+    /// narrow the tool's own). The caller checks the new name; a
+    /// [`Registry`](crate::Registry) does. The error names the key at fault.
+    pub fn configured(mut self, settings: &ToolConfig) -> Result<Self, String> {
+        self.hints = settings.hints.narrow(self.hints)?;
+        if let Some(name) = &settings.name {
+            self.spec.name.clone_from(name);
         }
-        self.hints = narrowed;
-        Ok(())
+        if let Some(description) = &settings.description {
+            self.spec.description.clone_from(description);
+        }
+        if let Some(parallel) = settings.parallel {
+            self.spec.parallel = parallel;
+        }
+        self.set_grants(settings.grants.clone());
+        self.limits = settings.limits;
+        self.on_trap = settings.on_trap;
+        Ok(self)
     }
 
     /// Runs `op` in a fresh instance with `caps` and nothing else, under `limits`: a
@@ -500,10 +484,19 @@ impl Tool for WasmTool {
     /// only declared read-only.
     fn hints_trust(&self) -> HintsTrust {
         if self.hints.open_world && self.grants.network.iter().any(|g| g.tcp) {
-            HintsTrust::Declared
+            HintsTrust::Unenforced
         } else {
             HintsTrust::Enforced
         }
+    }
+
+    fn sandbox(&self) -> Option<SandboxReport> {
+        Some(SandboxReport {
+            component: self.info.clone(),
+            limits: self.limits,
+            on_trap: self.on_trap,
+            capabilities: self.grants.for_call(self.hints),
+        })
     }
 
     fn source(&self) -> ToolSource {

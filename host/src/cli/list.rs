@@ -1,0 +1,129 @@
+//! `piton list`: every tool with its hints, how far they are enforced, its
+//! description and source, as a table that fits the terminal or as JSON.
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::{Outcome, pretty, say};
+use crate::registry::Registry;
+use crate::term::{self, Shown};
+
+pub(super) async fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
+    let listing = registry.list().await;
+    for error in &listing.errors {
+        say(format_args!("warning: {error}"));
+    }
+    let mut out = io::stdout().lock();
+    let shown = Shown::stdout();
+    if as_json {
+        let tools: Vec<Value> = listing
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.spec().name,
+                    "description": tool.spec().description,
+                    "hints": tool.hints(),
+                    "hints_are": tool.hints_trust(),
+                    "parallel": tool.spec().parallel,
+                    "source": tool.source().to_string(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", shown.text(&pretty(&Value::Array(tools))))?;
+        return Ok(Outcome::Success);
+    }
+    if listing.tools.is_empty() {
+        writeln!(out, "no tools")?;
+        return Ok(Outcome::Success);
+    }
+    // Hints of wasm tools are enforced by their sandbox; an MCP server's (and a
+    // native tool's) are only declared.
+    let rows: Vec<[String; 5]> = listing
+        .tools
+        .iter()
+        .map(|tool| {
+            [
+                term::cut_end(&shown.cell(&tool.spec().name), MAX_NAME_CELL).into_owned(),
+                tool.hints().to_string(),
+                tool.hints_trust().as_str().to_owned(),
+                shown
+                    .cell(first_line(&tool.spec().description))
+                    .into_owned(),
+                term::cut_start(&shown.cell(&tool.source().to_string()), MAX_SOURCE_CELL)
+                    .into_owned(),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "HINTS", "HINTS ARE", "DESCRIPTION", "SOURCE"].map(str::to_owned);
+    for line in table(&header, rows, DESCRIPTION_COLUMN, term::stdout_width()) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// The widest NAME and SOURCE cells of `piton list`; a longer source keeps its end.
+const MAX_NAME_CELL: usize = 64;
+const MAX_SOURCE_CELL: usize = 48;
+/// The column of `piton list` that gives up room so that lines fit the width.
+const DESCRIPTION_COLUMN: usize = 3;
+/// The narrowest the description column gets, however wide the others are.
+const MIN_DESCRIPTION_CELL: usize = 16;
+
+/// The lines of a table with `header` and `rows`: columns two spaces apart, each as
+/// wide as its widest cell, except column `flexible`, whose cells are cut (ending
+/// in `…`) so that lines fit in `width` columns when the others leave room. Cells
+/// are counted in characters and padded by hand (no formatting widths).
+fn table<const N: usize>(
+    header: &[String; N],
+    mut rows: Vec<[String; N]>,
+    flexible: usize,
+    width: usize,
+) -> Vec<String> {
+    let natural = |rows: &[[String; N]], i: usize| {
+        rows.iter()
+            .chain([header])
+            .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut widths: Vec<usize> = (0..N).map(|i| natural(&rows, i)).collect();
+    let others: usize = widths
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != flexible)
+        .map(|(_, w)| w + 2)
+        .sum();
+    let room = width.saturating_sub(others).max(MIN_DESCRIPTION_CELL);
+    if let Some(w) = widths.get_mut(flexible)
+        && *w > room
+    {
+        *w = room;
+        for row in &mut rows {
+            if let Some(cell) = row.get_mut(flexible) {
+                *cell = term::cut_end(cell, room).into_owned();
+            }
+        }
+    }
+    std::iter::once(header)
+        .chain(&rows)
+        .map(|row| {
+            let mut line = String::new();
+            for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                line.push_str(cell);
+                let pad = w.saturating_sub(cell.chars().count());
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
+}
+
+/// The first line of `text`.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}

@@ -1,0 +1,228 @@
+//! `piton serve`: every tool over MCP, on stdio or on Streamable HTTP with its
+//! limits, reloading when the plugins folder changes.
+
+use std::sync::Arc;
+
+use clap::Args as ClapArgs;
+
+use super::{Outcome, PluginsArg};
+use crate::plugins::FolderWatch;
+use crate::serve::{self, HttpLimits, Served};
+
+/// How often `serve` looks at the plugins folder for changes.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What `serve --http` holds open for its clients, at most.
+#[derive(Debug, ClapArgs)]
+#[command(next_help_heading = "Limits with --http")]
+pub(super) struct HttpLimitsArg {
+    /// Connections open at once; past it, new ones wait (in the listen backlog) until
+    /// one closes.
+    #[arg(long, value_name = "N", default_value = "512", requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// MCP sessions open at once; past it, `initialize` gets 503 until one is closed
+    /// (DELETE) or expires. 2026-07-28 requests need no session.
+    #[arg(long, value_name = "N", default_value = "256", requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// Time a client has to send a request's headers, from its first byte (or from
+    /// connecting); then the connection is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    header_timeout: std::time::Duration,
+    /// Time a client has to send a request's body, from its headers; then the
+    /// connection is closed. Bodies are at most 4 MiB.
+    #[arg(long, value_name = "DURATION", default_value = "30s", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    body_timeout: std::time::Duration,
+    /// Time a kept-alive connection may sit between requests. Answers being worked
+    /// on or streamed (tool calls, event streams) are never cut.
+    #[arg(long, value_name = "DURATION", default_value = "60s", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    idle_timeout: std::time::Duration,
+    /// Time an MCP session may go without a message before it ends. Keep it above the
+    /// longest tool timeout: a call in flight sends none.
+    #[arg(long, value_name = "DURATION", default_value = "5m", requires = "http",
+          value_parser = crate::parse::parse_duration)]
+    session_timeout: std::time::Duration,
+}
+
+impl HttpLimitsArg {
+    pub(super) fn limits(&self) -> HttpLimits {
+        HttpLimits {
+            max_connections: self.max_connections as usize,
+            max_sessions: self.max_sessions as usize,
+            header_timeout: self.header_timeout,
+            body_timeout: self.body_timeout,
+            idle_timeout: self.idle_timeout,
+            session_timeout: self.session_timeout,
+        }
+    }
+}
+
+/// Serves the registry over MCP, on stdio (stdout carries only the protocol) or on
+/// HTTP at `http`, reloading it when the plugins folder changes.
+pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpLimits) -> Outcome {
+    // A bad address fails before anything is loaded.
+    let listener = match http {
+        Some(addr) => match listen(addr).await {
+            Ok(listener) => Some(listener),
+            Err(message) => {
+                eprintln!("error: {message}");
+                return Outcome::Usage;
+            }
+        },
+        None => None,
+    };
+    let Some(loader) = super::loader(plugins) else {
+        return Outcome::Usage;
+    };
+    let loader = Arc::new(loader);
+    // A folder is watched (bundled plugins cannot change), from before it is loaded
+    // so that no change is missed. A reload loads as at start-up, from the folder
+    // found then, on the same runtime and upstream connections.
+    let watch = loader.watched().map(FolderWatch::start);
+    let Some(registry) = super::load(&loader).await else {
+        loader.close().await;
+        return Outcome::Usage;
+    };
+    let served = Served::new(registry);
+    if let Some(watch) = watch {
+        let loader = loader.clone();
+        let reload = move || {
+            let loader = loader.clone();
+            async move { super::load(&loader).await }
+        };
+        tokio::spawn(watch.run(Arc::downgrade(&served), WATCH_EVERY, reload));
+    }
+    let ended = match listener {
+        None => {
+            tracing::info!(tools = served.registry().len(), "serving MCP on stdio");
+            // Pipes are read and written on tokio's reactor, not through blocking-pool
+            // threads (a hand-off per message): ~60-85 µs less per call, measured by
+            // benches/mcp.rs. A terminal or file falls back to the blocking handles.
+            let (stdin, stdout) = rmcp::transport::stdio_pipes();
+            serve::serve(served, stdin, stdout).await
+        }
+        Some(listener) => {
+            let shutdown = shutdown_signal();
+            match listener.local_addr() {
+                Ok(addr) => {
+                    if !addr.ip().is_loopback() {
+                        eprintln!(
+                            "warning: serving on {addr}, not a loopback address: anyone who can \
+                             reach it can call every tool (there is no authentication); only \
+                             requests that address it by IP are answered"
+                        );
+                    }
+                    eprintln!("listening on http://{addr}{}", serve::MCP_PATH);
+                }
+                Err(e) => eprintln!("warning: cannot read the listening address: {e}"),
+            }
+            serve::serve_http(served, listener, limits, shutdown).await
+        }
+    };
+    loader.close().await;
+    match ended {
+        Ok(()) => Outcome::Success,
+        Err(e) => {
+            eprintln!("error: {e}");
+            Outcome::Stopped
+        }
+    }
+}
+
+/// Binds `addr` (`IP:PORT`, or `localhost:PORT` for 127.0.0.1), or says why not and
+/// what to do.
+async fn listen(addr: &str) -> Result<tokio::net::TcpListener, String> {
+    let parsed = match addr.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}").parse(),
+        None => addr.parse::<std::net::SocketAddr>(),
+    };
+    let Ok(socket) = parsed else {
+        return Err(format!(
+            "--http {addr}: not an address to listen on; give IP:PORT, e.g. \
+             --http 127.0.0.1:8080 (port 0 picks a free port)"
+        ));
+    };
+    tokio::net::TcpListener::bind(socket).await.map_err(|e| {
+        format!(
+            "--http {addr}: cannot listen there: {e}; pick another port (0 picks a free \
+             one) or an address of this machine, e.g. --http 127.0.0.1:0"
+        )
+    })
+}
+
+/// Resolves on Ctrl-C or SIGTERM. The handlers are in place when this returns, so
+/// a signal sent right after is not lost (nor kills the process).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        signal(SignalKind::terminate())
+            .and_then(|term| Ok((term, signal(SignalKind::interrupt())?)))
+    };
+    async move {
+        #[cfg(unix)]
+        match signals {
+            Ok((mut term, mut interrupt)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = interrupt.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch for SIGTERM; Ctrl-C still stops");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("stopping: a signal arrived");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser as _;
+
+    fn serve_limits(args: &[&str]) -> Result<HttpLimits, clap::Error> {
+        let cli = Cli::try_parse_from(["piton", "serve"].iter().chain(args))?;
+        match cli.command {
+            Command::Serve { limits, .. } => Ok(limits.limits()),
+            other => panic!("not serve: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_http_limits_default_to_the_documented_ones() {
+        let limits = serve_limits(&["--http", "127.0.0.1:0"]).expect("parses");
+        assert_eq!(limits, HttpLimits::default());
+    }
+
+    #[test]
+    fn serve_http_limits_parse_durations_and_refuse_zero_or_no_http() {
+        let limits = serve_limits(&[
+            "--http",
+            "127.0.0.1:0",
+            "--header-timeout",
+            "500ms",
+            "--max-sessions",
+            "3",
+        ])
+        .expect("parses");
+        assert_eq!(limits.header_timeout, std::time::Duration::from_millis(500));
+        assert_eq!(limits.max_sessions, 3);
+        for bad in [
+            &["--http", "127.0.0.1:0", "--max-connections", "0"][..],
+            &["--http", "127.0.0.1:0", "--idle-timeout", "0s"],
+            &["--http", "127.0.0.1:0", "--idle-timeout", "soon"],
+            &["--max-sessions", "3"],
+        ] {
+            assert!(serve_limits(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! What the registry holds: tools checked once when they join ([`CheckedTool`]), and
+//! groups of tools that join under one name space and are listed lazily
+//! ([`ToolGroup`], which the upstream MCP side implements). The registry knows tools
+//! and groups, never where a group's tools come from.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::error::CallError;
+use crate::schema::InputSchema;
+use crate::source::ToolSource;
+use crate::tool::{DynTool, check_spec_size, check_tool_name};
+
+/// A tool that passed the registry's checks, with its input schema compiled once.
+pub struct CheckedTool {
+    tool: DynTool,
+    schema: InputSchema,
+}
+
+impl std::fmt::Debug for CheckedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedTool")
+            .field("name", &self.tool.spec().name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which part of the input schema the registry checks before a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SchemaCheck {
+    Whole,
+    RequiredOnly,
+}
+
+impl CheckedTool {
+    /// Checks `tool` for a registry: its name matches `[A-Za-z0-9_-]{1,64}`, its
+    /// description and input schema fit [`check_spec_size`], its input schema is an
+    /// object schema (every call is checked against all of it), and its hints agree
+    /// with each other. The error says what is wrong.
+    pub fn new(tool: DynTool) -> Result<Self, String> {
+        Self::check(tool, SchemaCheck::Whole)
+    }
+
+    /// [`CheckedTool::new`] for a tool that checks its own arguments (an MCP server
+    /// does): a call is checked only for the input schema's required properties, as
+    /// the server's schema may use what this host's validator does not know.
+    pub fn checking_required_only(tool: DynTool) -> Result<Self, String> {
+        Self::check(tool, SchemaCheck::RequiredOnly)
+    }
+
+    fn check(tool: DynTool, check: SchemaCheck) -> Result<Self, String> {
+        let spec = tool.spec();
+        check_tool_name(&spec.name)?;
+        check_spec_size(&spec.description, spec.input_schema.to_string().len())?;
+        let schema = match check {
+            SchemaCheck::Whole => InputSchema::new(&spec.input_schema)?,
+            SchemaCheck::RequiredOnly => InputSchema::required_only(&spec.input_schema)?,
+        };
+        tool.hints()
+            .validate()
+            .map_err(|e| format!("its hints: {e}"))?;
+        Ok(Self { tool, schema })
+    }
+
+    /// The tool.
+    pub fn tool(&self) -> &DynTool {
+        &self.tool
+    }
+
+    /// Checks one call's arguments against the input schema: `Err` is the input error
+    /// the model gets.
+    pub(crate) fn check_args(&self, args: &Value) -> Result<(), crate::tool::ToolError> {
+        self.schema.check(args)
+    }
+}
+
+/// The tools of a group, as listed.
+pub type GroupTools = Arc<Vec<Arc<CheckedTool>>>;
+
+/// Tools that join a registry together under the name space `{name}__`, and are
+/// known only once listed (which may connect somewhere): an upstream MCP server.
+///
+/// Every `{name}__*` tool name is the group's, whether or not it lists it now: its
+/// tools may change at any time.
+#[async_trait::async_trait]
+pub trait ToolGroup: Send + Sync {
+    /// The name that prefixes its tools.
+    fn name(&self) -> &str;
+
+    /// Where its tools come from, for errors.
+    fn source(&self) -> ToolSource;
+
+    /// Its tools, each named `{name}__{tool}`, listing them first if needed. With
+    /// `refresh`, a connection found closed is made again (a listing); without, the
+    /// tools of a closed connection are still given, so that calling one reports the
+    /// loss.
+    async fn tools(&self, refresh: bool) -> Result<GroupTools, CallError>;
+
+    /// Problems with a listing that do not keep its tools out, such as a tool the
+    /// configuration names and the group does not have.
+    fn problems(&self, _tools: &[Arc<CheckedTool>]) -> Vec<CallError> {
+        Vec::new()
+    }
+
+    /// The names of its tools known without listing (none before the first one).
+    fn known_names(&self) -> Vec<String>;
+
+    /// A counter bumped whenever its tools change; `None` when they never do.
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
+
+    /// Closes whatever it holds open (connections, child processes); the next use
+    /// opens them again.
+    async fn close(&self) {}
+}
+
+/// A shared tool group.
+pub type DynGroup = Arc<dyn ToolGroup>;

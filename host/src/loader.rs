@@ -1,0 +1,274 @@
+//! The library's one way in: a [`Loader`] turns a plugins folder (or the bundled
+//! examples), its piton.toml and the `[mcp.*]` servers it names into a
+//! [`Registry`], and loads it again when they change. The CLI, `serve`'s reload and
+//! a Rust program all use it.
+//!
+//! A reload keeps what is costly to make: the wasm runtime (engine, pooling
+//! allocator, epoch thread, compile cache) and the connections of upstream servers
+//! whose `[mcp.NAME]` section did not change.
+//!
+//! ```no_run
+//! use piton_host::loader::Loader;
+//! use piton_host::plugins::PluginsAt;
+//! use piton_host::wasm::{RuntimeConfig, WasmRuntime};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = WasmRuntime::new(RuntimeConfig::default())?;
+//! // piton.toml is looked up as the CLI does: $PITON_CONFIG, then plugins/piton.toml,
+//! // then ./piton.toml; `with_config_file` names one.
+//! let loader = Loader::new(runtime, PluginsAt::Folder("plugins".into()));
+//! let loaded = loader.load().await?; // Err: the folder or piton.toml cannot be used
+//! for error in &loaded.errors {
+//!     eprintln!("not loaded: {error}");
+//! }
+//! let result = loaded
+//!     .registry
+//!     .call("word_count", serde_json::json!({"text": "a b c"}))
+//!     .await?; // Err: the call stops the run (a trap)
+//! match result {
+//!     Ok(content) => println!("{}", content[0].to_model_text()), // "3"
+//!     Err(error) => println!("{error}"), // an error result the model sees
+//! }
+//! loader.close().await; // ends upstream servers' connections and processes
+//! # Ok(()) }
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
+use crate::config::{Config, ConfigError};
+use crate::error::{LoadError, LoadErrorKind};
+use crate::group::ToolGroup as _;
+use crate::plugins::{self, FolderError, PluginsAt, Watched};
+use crate::registry::Registry;
+use crate::source::ToolSource;
+use crate::tool::Tool as _;
+use crate::upstream::{UpstreamConfig, UpstreamServer};
+use crate::wasm::{RuntimeConfig, RuntimeError, WasmRuntime};
+
+/// Where a [`Loader`] gets piton.toml from.
+#[derive(Clone, Debug)]
+enum ConfigFrom {
+    /// The CLI's lookup (see [`PluginsAt::config_file`]), from this file if given;
+    /// read anew at every load.
+    Lookup(Option<PathBuf>),
+    /// A configuration the program made.
+    Given(Config),
+}
+
+/// Loads the tools of a plugins folder, its piton.toml and its upstream servers into
+/// a [`Registry`], as often as asked.
+pub struct Loader {
+    runtime: WasmRuntime,
+    at: PluginsAt,
+    config: ConfigFrom,
+    /// The upstream servers made so far, by name, with the section each came from:
+    /// the same section gives the same server (one connection) at the next load.
+    upstreams: Mutex<BTreeMap<String, (UpstreamConfig, UpstreamServer)>>,
+}
+
+impl std::fmt::Debug for Loader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loader")
+            .field("plugins", &self.at)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one load gave: the registry, and what did not make it in.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Loaded {
+    /// Every tool and upstream server that loaded.
+    pub registry: Registry,
+    /// Every plugin that did not load, with the reason.
+    pub errors: Vec<LoadError>,
+    /// Every `[mcp.NAME]` server that was not added, with the reason.
+    pub server_errors: Vec<LoadError>,
+    /// `[tools.NAME]` sections of piton.toml that match no tool.
+    pub unused_config: Vec<String>,
+}
+
+/// Why nothing could be loaded at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoaderError {
+    /// piton.toml cannot be read or used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The plugins folder cannot be read.
+    #[error(transparent)]
+    Folder(#[from] FolderError),
+}
+
+impl Loader {
+    /// Loads from `at` on `runtime`, piton.toml looked up as the CLI does.
+    pub fn new(runtime: WasmRuntime, at: PluginsAt) -> Self {
+        Self {
+            runtime,
+            at,
+            config: ConfigFrom::Lookup(None),
+            upstreams: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The CLI's loader: the plugins folder from `plugins`, else `$PITON_PLUGINS`,
+    /// else `./plugins` if it holds `.wasm` files, else the bundled examples (see
+    /// [`PluginsAt::resolve`]); piton.toml from `config` if given, else looked up;
+    /// the default runtime.
+    pub fn from_flags(
+        plugins: Option<PathBuf>,
+        config: Option<PathBuf>,
+    ) -> Result<Self, RuntimeError> {
+        let runtime = WasmRuntime::new(RuntimeConfig::default())?;
+        Ok(Self::new(runtime, PluginsAt::resolve(plugins)).with_config_file(config))
+    }
+
+    /// Reads piton.toml from `file` instead of looking it up (`None`: look it up).
+    #[must_use]
+    pub fn with_config_file(mut self, file: Option<PathBuf>) -> Self {
+        self.config = ConfigFrom::Lookup(file);
+        self
+    }
+
+    /// Uses `config` at every load instead of reading piton.toml.
+    #[must_use]
+    pub fn with_config(mut self, config: Config) -> Self {
+        self.config = ConfigFrom::Given(config);
+        self
+    }
+
+    /// The runtime every wasm tool runs on.
+    pub fn runtime(&self) -> &WasmRuntime {
+        &self.runtime
+    }
+
+    /// Where the plugins come from.
+    pub fn plugins(&self) -> &PluginsAt {
+        &self.at
+    }
+
+    /// The piton.toml a load reads now, if any.
+    pub fn config_file(&self) -> Option<PathBuf> {
+        match &self.config {
+            ConfigFrom::Lookup(flag) => self.at.config_file(flag.clone()),
+            ConfigFrom::Given(config) => config.file.clone(),
+        }
+    }
+
+    /// What to watch for changes that call for a reload: the plugins folder and the
+    /// config file; `None` for the bundled examples, which cannot change.
+    pub fn watched(&self) -> Option<Watched> {
+        match &self.at {
+            PluginsAt::Folder(folder) => Some(Watched {
+                folder: folder.clone(),
+                files: self.config_file().into_iter().collect(),
+            }),
+            PluginsAt::Bundled => None,
+        }
+    }
+
+    /// Loads everything: piton.toml, then its upstream servers (first, so that a
+    /// wasm tool in a server's `{server}__` name space is the one refused), then
+    /// every plugin with its `[tools.NAME]` settings. A plugin or server that fails
+    /// is reported in [`Loaded`] and the rest still load; a tool granted "write" on a
+    /// place piton loads or trusts ([`plugins::protected`]) is not loaded.
+    pub async fn load(&self) -> Result<Loaded, LoaderError> {
+        let config = self.read_config()?;
+        let mut loaded = Loaded::default();
+        for server in self.upstreams_of(&config) {
+            let added = server.and_then(|server| loaded.registry.add_group(server));
+            if let Err(error) = added {
+                loaded.server_errors.push(error);
+            }
+        }
+        let protected = plugins::protected(&self.at, &config, &self.runtime);
+        let mut used = BTreeSet::new();
+        for read in plugins::read(&self.runtime, &self.at).await? {
+            let added = read
+                .and_then(|tool| {
+                    let Some(settings) = config.tools.get(&tool.spec().name) else {
+                        return Ok(tool);
+                    };
+                    let name = tool.spec().name.clone();
+                    used.insert(name.clone());
+                    let source = tool.source();
+                    let invalid = |message: String| LoadError {
+                        plugin: source.clone(),
+                        kind: LoadErrorKind::Invalid(format!(
+                            "piton.toml [tools.{name}]: {message}"
+                        )),
+                    };
+                    let tool = tool.configured(settings).map_err(invalid)?;
+                    protected.check(tool.grants()).map_err(invalid)?;
+                    Ok(tool)
+                })
+                .and_then(|tool| loaded.registry.add(tool));
+            if let Err(error) = added {
+                loaded.errors.push(error);
+            }
+        }
+        loaded.unused_config = config
+            .tools
+            .keys()
+            .filter(|name| !used.contains(*name))
+            .cloned()
+            .collect();
+        Ok(loaded)
+    }
+
+    /// Closes every upstream server's connection, so stdio servers and their process
+    /// groups end before the program does (dropping them at exit would leave that to
+    /// a task that never runs). A later load connects again.
+    pub async fn close(&self) {
+        let servers: Vec<UpstreamServer> = self
+            .upstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|(_, server)| server.clone())
+            .collect();
+        futures::future::join_all(servers.iter().map(|server| server.close())).await;
+    }
+
+    fn read_config(&self) -> Result<Config, ConfigError> {
+        match &self.config {
+            ConfigFrom::Given(config) => Ok(config.clone()),
+            ConfigFrom::Lookup(flag) => match self.at.config_file(flag.clone()) {
+                Some(file) => Config::load(&file),
+                None => Ok(Config::default()),
+            },
+        }
+    }
+
+    /// The upstream servers `config` describes, by name: the server made at an
+    /// earlier load for an unchanged section (one connection), a new one for a new
+    /// or changed section. Servers whose sections are gone are forgotten: they end
+    /// when the last registry holding them does.
+    fn upstreams_of(&self, config: &Config) -> Vec<Result<UpstreamServer, LoadError>> {
+        let mut known = self
+            .upstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        known.retain(|name, _| config.mcp.contains_key(name));
+        config
+            .mcp
+            .iter()
+            .map(|(name, section)| {
+                if let Some((was, server)) = known.get(name)
+                    && was == section
+                {
+                    return Ok(server.clone());
+                }
+                let server = section.server(name).map_err(|e| LoadError {
+                    plugin: ToolSource::Mcp(name.clone()),
+                    kind: LoadErrorKind::Invalid(e.message),
+                })?;
+                known.insert(name.clone(), (section.clone(), server.clone()));
+                Ok(server)
+            })
+            .collect()
+    }
+}
