@@ -1,5 +1,5 @@
 //! Asking before calls: the seed's loop that asks before calls that are not
-//! read-only, as a hook on the [`Registry`](crate::Registry).
+//! read-only, as a hook on the [`Registry`](crate::registry::Registry).
 
 use crate::hints::Hints;
 use crate::tool::{Args, HintsTrust, Tool};
@@ -34,7 +34,7 @@ pub enum Decision {
     Deny(String),
 }
 
-/// Decides whether a call runs. [`Registry::set_approver`](crate::Registry::set_approver)
+/// Decides whether a call runs. [`Registry::set_approver`](crate::registry::Registry::set_approver)
 /// puts one in front of every call.
 ///
 /// A closure `Fn(&ApprovalRequest<'_>) -> Decision` is an approver too.

@@ -32,7 +32,7 @@ pub use crate::limits::OnTrap;
 use crate::parse::{parse_duration, parse_net_grant, parse_size};
 use crate::tool::check_tool_name;
 use crate::upstream::config::{RawMcp, parse_mcp};
-pub use crate::upstream::{UpstreamConfig, UpstreamConnect};
+pub use crate::upstream::config::{UpstreamConfig, UpstreamConnect};
 
 /// A parsed piton.toml.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::Hints;
+use crate::hints::Hints;
 
 /// A host folder made visible to a tool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -59,6 +59,6 @@ pub use limits::{Limits, OnTrap, format_size};
 pub use registry::{Listing, Registry};
 pub use source::ToolSource;
 pub use tool::{
-    Args, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION, MAX_INPUT_SCHEMA, Tool, ToolError,
-    ToolResult, ToolSpec, check_spec_size, check_tool_name,
+    Args, ComponentInfo, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION, MAX_INPUT_SCHEMA,
+    SandboxReport, Tool, ToolError, ToolResult, ToolSpec, check_spec_size, check_tool_name,
 };

@@ -139,7 +139,7 @@ impl Registry {
     }
 
     /// Asks `approver` before every call from now on (the seed's loop that asks
-    /// before calls that are not read-only: see [`AllowByReadOnly`](crate::AllowByReadOnly)).
+    /// before calls that are not read-only: see [`AllowByReadOnly`](crate::approve::AllowByReadOnly)).
     pub fn set_approver(&mut self, approver: impl Approver + 'static) {
         self.approver = Some(Arc::new(approver));
     }

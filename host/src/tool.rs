@@ -1,4 +1,4 @@
-//! The tool model: what every tool in a [`Registry`](crate::Registry) is and returns.
+//! The tool model: what every tool in a [`Registry`](crate::registry::Registry) is and returns.
 
 use std::sync::Arc;
 
@@ -97,7 +97,7 @@ pub enum ToolError {
     Failed(String),
 }
 
-/// How far a tool's hints can be relied on: what an [`Approver`](crate::Approver)
+/// How far a tool's hints can be relied on: what an [`Approver`](crate::approve::Approver)
 /// decides on, and what `piton list` shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -155,7 +155,7 @@ pub struct SandboxReport {
 
 /// Any tool: a wasm plugin, native Rust, or an upstream MCP server's tool.
 ///
-/// Object safe, so a [`Registry`](crate::Registry) holds `Arc<dyn Tool>`. The registry
+/// Object safe, so a [`Registry`](crate::registry::Registry) holds `Arc<dyn Tool>`. The registry
 /// checks the arguments against the input schema and narrows the call's hints before
 /// [`Tool::call`] runs.
 #[async_trait::async_trait]

@@ -12,5 +12,6 @@ mod peers;
 mod protected;
 mod registry;
 mod serve_http;
+mod structure;
 mod support;
 mod upstream;

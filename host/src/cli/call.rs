@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{Outcome, pretty, say};
+use super::out::{Outcome, pretty, say};
 use crate::error::CallError;
 use crate::registry::Registry;
 use crate::term::Shown;

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde_json::json;
 
 use super::call::unknown;
-use super::{Outcome, pretty, say};
+use super::out::{Outcome, pretty, say};
 use crate::error::CallError;
 use crate::grants::NetAccess;
 use crate::limits::format_size;

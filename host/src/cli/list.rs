@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::{Outcome, pretty, say};
+use super::out::{Outcome, pretty, say};
 use crate::registry::Registry;
 use crate::term::{self, Shown};
 

@@ -11,17 +11,19 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args as ClapArgs, Parser, Subcommand};
-use serde_json::Value;
+use clap::{Parser, Subcommand};
 
-use crate::loader::Loader;
 use crate::registry::Registry;
-use crate::term::Shown;
 
 mod call;
 mod inspect;
 mod list;
+mod load;
+mod out;
 mod serve;
+
+use load::{PluginsArg, load, loader};
+use out::Outcome;
 
 /// Runs WebAssembly agent tools in a sandbox that enforces what they declare.
 #[derive(Debug, Parser)]
@@ -81,27 +83,6 @@ enum Command {
         #[command(flatten)]
         limits: serve::HttpLimitsArg,
     },
-}
-
-#[derive(Debug, ClapArgs)]
-struct PluginsArg {
-    /// The plugins folder. Default: $PITON_PLUGINS, else ./plugins if it holds .wasm
-    /// files, else the examples built into piton.
-    #[arg(long, value_name = "DIR")]
-    plugins: Option<PathBuf>,
-    /// The grants and settings file. Default: $PITON_CONFIG, else piton.toml in the
-    /// plugins folder, else ./piton.toml.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-}
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    Success = 0,
-    ErrorResult = 1,
-    Usage = 2,
-    Stopped = 3,
 }
 
 /// Parses the process's arguments, runs the command and returns its exit code.
@@ -180,17 +161,6 @@ async fn run(command: Command) -> io::Result<Outcome> {
     }
 }
 
-/// The loader the flags describe, or `None` after saying why there is none.
-fn loader(arg: PluginsArg) -> Option<Loader> {
-    match Loader::from_flags(arg.plugins, arg.config) {
-        Ok(loader) => Some(loader),
-        Err(e) => {
-            eprintln!("error: {e}");
-            None
-        }
-    }
-}
-
 /// Loads the tools `arg` names, runs `command` on them, then closes the upstream
 /// connections (so stdio servers end before piton does).
 async fn on_registry<F, Fut>(arg: PluginsArg, command: F) -> io::Result<Outcome>
@@ -209,36 +179,45 @@ where
     outcome
 }
 
-/// One load, with each server, plugin and piton.toml section that did not make it
-/// in reported on stderr; `None` (after saying why) when nothing could be loaded.
-async fn load(loader: &Loader) -> Option<Registry> {
-    match loader.load().await {
-        Ok(loaded) => {
-            for error in &loaded.server_errors {
-                say(format_args!("warning: MCP server not added: {error}"));
-            }
-            for error in &loaded.errors {
-                say(format_args!("warning: plugin not loaded: {error}"));
-            }
-            for name in &loaded.unused_config {
-                eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
-            }
-            Some(loaded.registry)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            None
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::HttpLimits;
+
+    fn serve_limits(args: &[&str]) -> Result<HttpLimits, clap::Error> {
+        let cli = Cli::try_parse_from(["piton", "serve"].iter().chain(args))?;
+        match cli.command {
+            Command::Serve { limits, .. } => Ok(limits.limits()),
+            other => panic!("not serve: {other:?}"),
         }
     }
-}
 
-/// `value` as indented JSON.
-fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-}
+    #[test]
+    fn serve_http_limits_default_to_the_documented_ones() {
+        let limits = serve_limits(&["--http", "127.0.0.1:0"]).expect("parses");
+        assert_eq!(limits, HttpLimits::default());
+    }
 
-/// Prints a line on stderr, escaped when stderr is a terminal: it may carry what a
-/// tool or an upstream server wrote.
-fn say(line: std::fmt::Arguments<'_>) {
-    eprintln!("{}", Shown::stderr().text(&line.to_string()));
+    #[test]
+    fn serve_http_limits_parse_durations_and_refuse_zero_or_no_http() {
+        let limits = serve_limits(&[
+            "--http",
+            "127.0.0.1:0",
+            "--header-timeout",
+            "500ms",
+            "--max-sessions",
+            "3",
+        ])
+        .expect("parses");
+        assert_eq!(limits.header_timeout, std::time::Duration::from_millis(500));
+        assert_eq!(limits.max_sessions, 3);
+        for bad in [
+            &["--http", "127.0.0.1:0", "--max-connections", "0"][..],
+            &["--http", "127.0.0.1:0", "--idle-timeout", "0s"],
+            &["--http", "127.0.0.1:0", "--idle-timeout", "soon"],
+            &["--max-sessions", "3"],
+        ] {
+            assert!(serve_limits(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use clap::Args as ClapArgs;
 
-use super::{Outcome, PluginsArg};
+use super::load::{PluginsArg, load, loader};
+use super::out::Outcome;
 use crate::plugins::FolderWatch;
 use crate::serve::{self, HttpLimits, Served};
 
@@ -75,7 +76,7 @@ pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpL
         },
         None => None,
     };
-    let Some(loader) = super::loader(plugins) else {
+    let Some(loader) = loader(plugins) else {
         return Outcome::Usage;
     };
     let loader = Arc::new(loader);
@@ -83,7 +84,7 @@ pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpL
     // so that no change is missed. A reload loads as at start-up, from the folder
     // found then, on the same runtime and upstream connections.
     let watch = loader.watched().map(FolderWatch::start);
-    let Some(registry) = super::load(&loader).await else {
+    let Some(registry) = load(&loader).await else {
         loader.close().await;
         return Outcome::Usage;
     };
@@ -92,7 +93,7 @@ pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpL
         let loader = loader.clone();
         let reload = move || {
             let loader = loader.clone();
-            async move { super::load(&loader).await }
+            async move { load(&loader).await }
         };
         tokio::spawn(watch.run(Arc::downgrade(&served), WATCH_EVERY, reload));
     }
@@ -180,49 +181,5 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("stopping: a signal arrived");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser as _;
-
-    fn serve_limits(args: &[&str]) -> Result<HttpLimits, clap::Error> {
-        let cli = Cli::try_parse_from(["piton", "serve"].iter().chain(args))?;
-        match cli.command {
-            Command::Serve { limits, .. } => Ok(limits.limits()),
-            other => panic!("not serve: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn serve_http_limits_default_to_the_documented_ones() {
-        let limits = serve_limits(&["--http", "127.0.0.1:0"]).expect("parses");
-        assert_eq!(limits, HttpLimits::default());
-    }
-
-    #[test]
-    fn serve_http_limits_parse_durations_and_refuse_zero_or_no_http() {
-        let limits = serve_limits(&[
-            "--http",
-            "127.0.0.1:0",
-            "--header-timeout",
-            "500ms",
-            "--max-sessions",
-            "3",
-        ])
-        .expect("parses");
-        assert_eq!(limits.header_timeout, std::time::Duration::from_millis(500));
-        assert_eq!(limits.max_sessions, 3);
-        for bad in [
-            &["--http", "127.0.0.1:0", "--max-connections", "0"][..],
-            &["--http", "127.0.0.1:0", "--idle-timeout", "0s"],
-            &["--http", "127.0.0.1:0", "--idle-timeout", "soon"],
-            &["--max-sessions", "3"],
-        ] {
-            assert!(serve_limits(bad).is_err(), "{bad:?}");
-        }
     }
 }

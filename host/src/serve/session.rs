@@ -2,7 +2,7 @@
 //! or one Streamable HTTP session).
 //!
 //! tools/list carries every tool's spec and all four hints; tools/call goes through
-//! [`Registry::call`](crate::Registry::call): error results become `isError`, traps
+//! [`Registry::call`](crate::registry::Registry::call): error results become `isError`, traps
 //! JSON-RPC errors. When the tool set changes ([`Served`]), an initialized session
 //! gets `notifications/tools/list_changed`.
 
@@ -27,7 +27,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 use super::served::Served;
-use crate::{CallError, Content, DONE, DynTool};
+use crate::{error::CallError, tool::Content, tool::DONE, tool::DynTool};
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).
 #[derive(Debug, thiserror::Error)]

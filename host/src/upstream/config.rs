@@ -221,18 +221,31 @@ pub(crate) fn parse_mcp(
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Config, ConfigError};
-
     use super::*;
 
-    fn parse(text: &str) -> Result<Config, ConfigError> {
+    /// The `[mcp.*]` sections of a piton.toml in the temp folder.
+    #[derive(Debug)]
+    struct Parsed {
+        mcp: BTreeMap<String, UpstreamConfig>,
+    }
+
+    fn parse(text: &str) -> Result<Parsed, (String, String)> {
+        #[derive(Deserialize)]
+        struct File {
+            mcp: BTreeMap<String, RawMcp>,
+        }
         let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_owned());
-        Config::parse(text, &std::env::temp_dir().join("piton.toml"), &env)
+        let file: File = toml::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
+        let mut mcp = BTreeMap::new();
+        for (name, raw) in file.mcp {
+            let section = parse_mcp(&name, raw, &std::env::temp_dir(), &env)?;
+            mcp.insert(name, section);
+        }
+        Ok(Parsed { mcp })
     }
 
     fn error(text: &str) -> (String, String) {
-        let e = parse(text).expect_err(text);
-        (e.key, e.message)
+        parse(text).expect_err(text)
     }
 
     #[test]

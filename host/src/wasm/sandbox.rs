@@ -6,8 +6,8 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::output::CapturedOutput;
-use crate::Limits;
 use crate::grants::Capabilities;
+use crate::limits::Limits;
 
 /// Table elements a guest may have: far above what real tools use (a Rust guest has
 /// a few hundred), far below what would strain the host.

@@ -48,10 +48,10 @@ impl std::fmt::Debug for WasmTool {
 }
 
 /// The most bytes the host copies out of a guest's `spec` (its name, description and
-/// input schema together): the limits of [`check_spec_size`](crate::check_spec_size)
+/// input schema together): the limits of [`check_spec_size`](crate::tool::check_spec_size)
 /// and room for the name. A guest that returns more is refused at load before its
 /// text is copied.
-const SPEC_FUEL: usize = crate::MAX_DESCRIPTION + crate::MAX_INPUT_SCHEMA + 64 * 1024;
+const SPEC_FUEL: usize = crate::tool::MAX_DESCRIPTION + crate::tool::MAX_INPUT_SCHEMA + 64 * 1024;
 
 /// Room in a call's hostcall fuel beyond its output limit (list headers, a guest's
 /// own host calls); `hints-for` gets this alone.
@@ -190,15 +190,15 @@ impl WasmRuntime {
                     LoadErrorKind::Invalid(format!(
                         "its spec is over {}, more than piton reads (a description may have \
                          at most {}, an input schema at most {} of JSON); shorten them",
-                        crate::format_size(SPEC_FUEL as u64),
-                        crate::format_size(crate::MAX_DESCRIPTION as u64),
-                        crate::format_size(crate::MAX_INPUT_SCHEMA as u64),
+                        crate::limits::format_size(SPEC_FUEL as u64),
+                        crate::limits::format_size(crate::tool::MAX_DESCRIPTION as u64),
+                        crate::limits::format_size(crate::tool::MAX_INPUT_SCHEMA as u64),
                     ))
                 } else {
                     LoadErrorKind::Trap(text)
                 })
             })?;
-        crate::check_spec_size(&spec.description, spec.input_schema.len())
+        crate::tool::check_spec_size(&spec.description, spec.input_schema.len())
             .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
         tool.spec = ToolSpec {
             input_schema: serde_json::from_str(&spec.input_schema).map_err(|e| {
@@ -253,7 +253,7 @@ impl WasmTool {
     /// This tool with piton.toml's settings for it: grants, limits and trap handling,
     /// then the overrides of name, description, parallel and hints (which can only
     /// narrow the tool's own). The caller checks the new name; a
-    /// [`Registry`](crate::Registry) does. The error names the key at fault.
+    /// [`Registry`](crate::registry::Registry) does. The error names the key at fault.
     pub fn configured(mut self, settings: &ToolConfig) -> Result<Self, String> {
         self.hints = settings.hints.narrow(self.hints)?;
         if let Some(name) = &settings.name {
@@ -560,7 +560,7 @@ impl WasmTool {
                     trap: Trap::Guest(format!(
                         "returned (or passed in one host call) data over its output limit of {}; \
                          stopped before piton copied it",
-                        crate::format_size(self.limits.max_output)
+                        crate::limits::format_size(self.limits.max_output)
                     )),
                 },
                 other => other,
