@@ -7,4 +7,4 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub use exports::piton::tool::tool::{Content, ToolError, ToolHints, ToolSpec};
+pub(crate) use exports::piton::tool::tool::{Content, ToolError, ToolHints};

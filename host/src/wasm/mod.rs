@@ -1,7 +1,7 @@
 //! WebAssembly tools: the engine, loading with a compile cache, and a fresh
 //! sandboxed instance for every call.
 
-pub mod bindings;
+mod bindings;
 mod cache;
 mod diagnose;
 pub(crate) mod fds;
@@ -14,4 +14,4 @@ mod tool;
 
 pub use runtime::{RuntimeConfig, RuntimeError, WasmRuntime};
 pub(crate) use sandbox::{Sandbox, SandboxError};
-pub use tool::{ReusedInstance, WasmTool};
+pub use tool::WasmTool;

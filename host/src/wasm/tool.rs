@@ -362,24 +362,6 @@ impl WasmTool {
         store
     }
 
-    /// One instance kept for many runs, to measure what a fresh instance per call
-    /// costs. piton never runs tool calls this way: state would survive between them.
-    pub async fn reused_instance(&self) -> Result<ReusedInstance<'_>, CallError> {
-        let sandbox = Sandbox::new(&self.limits, &Capabilities::default(), &self.pins)
-            .map_err(|e| self.host_fault(e))?;
-        let mut store = self.new_store(&self.limits, sandbox);
-        let plugin = self
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| self.guest_trap(root_message(&e)))?;
-        Ok(ReusedInstance {
-            tool: self,
-            store,
-            plugin,
-        })
-    }
-
     /// A fault of the host's own (no instance slot, a mount that vanished): what the
     /// registry may retry for an idempotent call.
     fn host_fault(&self, error: impl std::fmt::Display) -> CallError {
@@ -445,27 +427,6 @@ impl WasmTool {
             });
         }
         Ok(Ok(content))
-    }
-}
-
-/// An instance of a [`WasmTool`] reused across runs; see [`WasmTool::reused_instance`].
-pub struct ReusedInstance<'a> {
-    tool: &'a WasmTool,
-    store: Store<Sandbox>,
-    plugin: Plugin,
-}
-
-impl ReusedInstance<'_> {
-    /// Runs the tool's `run` export in this instance with `args` (JSON object text).
-    /// The deadline counts from when the instance was made.
-    pub async fn run(&mut self, args: &str) -> Result<ToolResult, CallError> {
-        let result = self
-            .plugin
-            .piton_tool_tool()
-            .call_run(&mut self.store, args)
-            .await
-            .map_err(|e| self.tool.guest_trap(root_message(&e)))?;
-        self.tool.convert(result)
     }
 }
 
