@@ -229,9 +229,6 @@ async fn run(command: Command) -> io::Result<Outcome> {
     }
 }
 
-/// How often `serve` looks at the plugins folder for changes.
-const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
-
 /// Serves the registry over MCP, on stdio (stdout carries only the protocol) or on
 /// HTTP at `http`, reloading it when the plugins folder changes.
 async fn serve(
@@ -274,14 +271,34 @@ async fn serve(
         return Outcome::Usage;
     };
     let served = Served::new(registry);
-    if let Some((folder, watch)) = watch {
+    if let Some((folder, mut watch)) = watch {
+        let shown = folder.display().to_string();
         let reload = move || {
             load(PluginsArg {
                 plugins: Some(folder.clone()),
                 config: config_flag.clone(),
             })
         };
-        tokio::spawn(watch.run(Arc::downgrade(&served), WATCH_EVERY, reload));
+        let weak = Arc::downgrade(&served);
+        tokio::spawn(async move {
+            while watch.changed().await.is_some() {
+                let Some(served) = weak.upgrade() else {
+                    return;
+                };
+                tracing::info!(folder = %shown, "the plugins changed: reloading");
+                match reload().await {
+                    Some(registry) => {
+                        tracing::info!(folder = %shown, tools = registry.len(), "reloaded the plugins");
+                        served.replace(registry);
+                    }
+                    None => tracing::warn!(
+                        folder = %shown,
+                        "the plugins changed but could not be loaded; still serving the tools \
+                         loaded before"
+                    ),
+                }
+            }
+        });
     }
     let ended = match listener {
         None => {
