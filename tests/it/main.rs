@@ -1,5 +1,6 @@
 //! piton's end-to-end tests: one binary, a module per area.
 
+mod approval;
 mod cli;
 mod config;
 mod fs;
