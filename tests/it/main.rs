@@ -9,6 +9,7 @@ mod limits;
 mod loading;
 mod mcp_client;
 mod net;
+mod net_http;
 mod peers;
 mod protected;
 mod registry;
