@@ -4,12 +4,13 @@
 //! file events into one change, once the files held still; what to do with it (reload)
 //! is the caller's.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode, EventKind, MetadataKind, ModifyKind};
-use notify::{Event, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{Event, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 
 /// How long the files must hold still after an event before a change is reported:
@@ -38,6 +39,9 @@ struct Filter {
     folder: PathBuf,
     /// The extra files, as (folder, file name).
     files: Vec<(PathBuf, OsString)>,
+    /// Where the watched files that are symbolic links lead, as (folder, file name):
+    /// a change there is a change of the file. Found again after each change.
+    targets: Mutex<Vec<(PathBuf, OsString)>>,
 }
 
 impl Filter {
@@ -57,21 +61,62 @@ impl Filter {
         Self {
             folder: resolved(&watched.folder),
             files,
+            targets: Mutex::default(),
         }
     }
 
-    /// The folders to watch, each once.
-    fn folders(&self) -> Vec<&Path> {
-        let mut folders = vec![self.folder.as_path()];
+    /// The folders to watch for the folder and the extra files, each once.
+    fn folders(&self) -> Vec<PathBuf> {
+        let mut folders = vec![self.folder.clone()];
         for (folder, _) in &self.files {
-            if !folders.contains(&folder.as_path()) {
-                folders.push(folder);
+            if !folders.contains(folder) {
+                folders.push(folder.clone());
             }
         }
         folders
     }
 
-    /// Whether `path` is a watched file, or the plugins folder itself (moved away).
+    /// Whether `name` in the plugins folder is one of its watched files.
+    fn is_plugin_file(name: &OsStr) -> bool {
+        Path::new(name).extension().is_some_and(|ext| ext == "wasm") || name == "piton.toml"
+    }
+
+    /// The watched files now: those of the folder, and the extra files.
+    fn watched_files(&self) -> Vec<PathBuf> {
+        // An unreadable folder has no files; the reload then says why it failed.
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| Self::is_plugin_file(&entry.file_name()))
+            .map(|entry| entry.path())
+            .collect();
+        files.extend(self.files.iter().map(|(folder, name)| folder.join(name)));
+        files
+    }
+
+    /// Finds where the watched files that are symbolic links lead now; returns the
+    /// folders that hold them.
+    fn follow_links(&self) -> Vec<PathBuf> {
+        let targets: Vec<(PathBuf, OsString)> = self
+            .watched_files()
+            .into_iter()
+            .filter(|file| file.symlink_metadata().is_ok_and(|m| m.is_symlink()))
+            .filter_map(|link| {
+                let target = std::fs::canonicalize(link).ok()?;
+                Some((
+                    target.parent()?.to_path_buf(),
+                    target.file_name()?.to_owned(),
+                ))
+            })
+            .collect();
+        let folders = targets.iter().map(|(folder, _)| folder.clone()).collect();
+        *self.targets.lock().unwrap_or_else(PoisonError::into_inner) = targets;
+        folders
+    }
+
+    /// Whether `path` is a watched file (or where one leads), or the plugins folder
+    /// itself (moved away).
     fn matches(&self, path: &Path) -> bool {
         if path == self.folder {
             return true;
@@ -79,12 +124,15 @@ impl Filter {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
         };
-        (parent == self.folder
-            && (path.extension().is_some_and(|ext| ext == "wasm") || name == "piton.toml"))
+        let named = |(folder, file): &(PathBuf, OsString)| folder == parent && file == name;
+        (parent == self.folder && Self::is_plugin_file(name))
+            || self.files.iter().any(named)
             || self
-                .files
+                .targets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .any(|(folder, file)| folder == parent && file == name)
+                .any(named)
     }
 
     /// Whether `event` changes a watched file. Opening and reading are not changes
@@ -119,18 +167,29 @@ pub struct FolderWatch {
     /// One message (at most one waiting) per batch of events; closed when watching
     /// ended. `None` when no watcher could start.
     changes: Option<mpsc::Receiver<()>>,
-    /// Kept for its events; dropping it stops watching.
-    _watcher: Option<AnyWatcher>,
+    /// Dropping it stops watching. `None` when none could start.
+    watcher: Option<AnyWatcher>,
+    filter: Arc<Filter>,
+    /// The folders watched so far.
+    folders: Vec<PathBuf>,
     /// How long the files must hold still: [`SETTLE`], plus a poll when polling.
     settle: Duration,
 }
 
-/// The watcher that started, kept for its events.
+/// The watcher that started.
 #[derive(Debug)]
-#[allow(dead_code, reason = "held, never read: dropping it stops watching")]
 enum AnyWatcher {
     Native(RecommendedWatcher),
     Polling(PollWatcher),
+}
+
+impl AnyWatcher {
+    fn watch(&mut self, folder: &Path) -> notify::Result<()> {
+        match self {
+            Self::Native(watcher) => watcher.watch(folder, RecursiveMode::NonRecursive),
+            Self::Polling(watcher) => watcher.watch(folder, RecursiveMode::NonRecursive),
+        }
+    }
 }
 
 impl FolderWatch {
@@ -140,14 +199,14 @@ impl FolderWatch {
     /// Never fails: when the system's watcher cannot start (e.g. the inotify watch
     /// limit), it polls every 500 ms; if even that fails, it logs why and
     /// [`changed`](Self::changed) yields `None`. A folder that does not exist is
-    /// not watched (logged).
+    /// not watched (logged). A watched file that is a symbolic link is watched where
+    /// it leads too.
     pub fn start(watched: Watched) -> Self {
         Self::start_with(watched, false)
     }
 
     fn start_with(watched: Watched, poll: bool) -> Self {
-        let filter = Filter::new(&watched);
-        let (tx, rx) = mpsc::channel(1);
+        let filter = Arc::new(Filter::new(&watched));
         let folders: Vec<PathBuf> = filter
             .folders()
             .into_iter()
@@ -159,22 +218,26 @@ impl FolderWatch {
                 }
                 exists
             })
-            .map(Path::to_path_buf)
             .collect();
-        let filter = std::sync::Arc::new(filter);
-        let handler = move |event: notify::Result<Event>| match event {
-            Ok(event) => {
-                if filter.is_change(&event) {
-                    // Full: a change is waiting already, which this one joins.
-                    let _ = tx.try_send(());
+        let (tx, rx) = mpsc::channel(1);
+        let handler = {
+            let filter = filter.clone();
+            move |event: notify::Result<Event>| match event {
+                Ok(event) => {
+                    if filter.is_change(&event) {
+                        // Full: a change is waiting already, which this one joins.
+                        let _ = tx.try_send(());
+                    }
                 }
+                Err(error) => tracing::debug!(%error, "watching the plugins folder"),
             }
-            Err(error) => tracing::debug!(%error, "watching the plugins folder"),
         };
         let native = if poll {
             None
         } else {
-            match native(handler.clone(), &folders) {
+            match start_watcher(&folders, || {
+                notify::recommended_watcher(handler.clone()).map(AnyWatcher::Native)
+            }) {
                 Ok(watcher) => Some(watcher),
                 Err(error) => {
                     tracing::warn!(
@@ -187,26 +250,54 @@ impl FolderWatch {
             }
         };
         let (watcher, settle) = match native {
-            Some(watcher) => (AnyWatcher::Native(watcher), SETTLE),
-            None => match polling(handler, &folders) {
-                Ok(watcher) => (AnyWatcher::Polling(watcher), POLL_EVERY + SETTLE),
-                Err(error) => {
-                    tracing::warn!(
-                        %error,
-                        "cannot poll the plugins folder either: changes are not reloaded"
-                    );
-                    return Self {
-                        changes: None,
-                        _watcher: None,
-                        settle: SETTLE,
-                    };
+            Some(watcher) => (watcher, SETTLE),
+            None => {
+                let config = notify::Config::default().with_poll_interval(POLL_EVERY);
+                match start_watcher(&folders, || {
+                    PollWatcher::new(handler, config).map(AnyWatcher::Polling)
+                }) {
+                    Ok(watcher) => (watcher, POLL_EVERY + SETTLE),
+                    Err(error) => {
+                        tracing::warn!(
+                            %error,
+                            "cannot poll the plugins folder either: changes are not reloaded"
+                        );
+                        return Self {
+                            changes: None,
+                            watcher: None,
+                            filter,
+                            folders,
+                            settle: SETTLE,
+                        };
+                    }
                 }
-            },
+            }
         };
-        Self {
+        let mut watch = Self {
             changes: Some(rx),
-            _watcher: Some(watcher),
+            watcher: Some(watcher),
+            filter,
+            folders,
             settle,
+        };
+        watch.follow_links();
+        watch
+    }
+
+    /// Watches the folders where the watched symbolic links lead now.
+    fn follow_links(&mut self) {
+        let Some(watcher) = &mut self.watcher else {
+            return;
+        };
+        for folder in self.filter.follow_links() {
+            if self.folders.contains(&folder) {
+                continue;
+            }
+            if let Err(error) = watcher.watch(&folder) {
+                let folder = folder.display();
+                tracing::warn!(%folder, %error, "cannot watch where a plugin file leads");
+            }
+            self.folders.push(folder);
         }
     }
 
@@ -220,34 +311,22 @@ impl FolderWatch {
             self.changes = None;
             return None;
         }
-        loop {
-            match tokio::time::timeout(self.settle, changes.recv()).await {
-                Ok(Some(())) => {}
-                Ok(None) | Err(_) => return Some(()),
-            }
-        }
+        // Until the files held still (a timeout), or watching ended meanwhile.
+        while let Ok(Some(())) = tokio::time::timeout(self.settle, changes.recv()).await {}
+        // A link added or changed now leads elsewhere.
+        self.follow_links();
+        Some(())
     }
 }
 
-fn native<F>(handler: F, folders: &[PathBuf]) -> notify::Result<RecommendedWatcher>
-where
-    F: notify::EventHandler,
-{
-    let mut watcher = notify::recommended_watcher(handler)?;
+/// Starts a watcher with `start` and watches `folders` with it.
+fn start_watcher(
+    folders: &[PathBuf],
+    start: impl FnOnce() -> notify::Result<AnyWatcher>,
+) -> notify::Result<AnyWatcher> {
+    let mut watcher = start()?;
     for folder in folders {
-        watcher.watch(folder, RecursiveMode::NonRecursive)?;
-    }
-    Ok(watcher)
-}
-
-fn polling<F>(handler: F, folders: &[PathBuf]) -> notify::Result<PollWatcher>
-where
-    F: notify::EventHandler,
-{
-    let config = notify::Config::default().with_poll_interval(POLL_EVERY);
-    let mut watcher = PollWatcher::new(handler, config)?;
-    for folder in folders {
-        watcher.watch(folder, RecursiveMode::NonRecursive)?;
+        watcher.watch(folder)?;
     }
     Ok(watcher)
 }
@@ -293,7 +372,7 @@ mod tests {
         let (_dir, plugins, etc, watched) = setup();
         let mut watch = FolderWatch::start_with(watched, poll);
         assert!(matches!(
-            (&watch._watcher, poll),
+            (&watch.watcher, poll),
             (Some(AnyWatcher::Native(_)), false) | (Some(AnyWatcher::Polling(_)), true)
         ));
 
@@ -359,6 +438,31 @@ mod tests {
         let mut watch = FolderWatch::start(watched);
         std::fs::write(plugins.join("a.wasm"), "x").expect("write");
         tokio::time::sleep(QUIET).await;
+        next(&mut watch).await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_linked_file_changes_where_it_leads() {
+        let (dir, plugins, _etc, watched) = setup();
+        let build = dir.path().join("build");
+        std::fs::create_dir(&build).expect("mkdir");
+        std::fs::write(build.join("a.wasm"), "1").expect("write");
+        std::fs::write(build.join("b.wasm"), "1").expect("write");
+        std::os::unix::fs::symlink(build.join("a.wasm"), plugins.join("a.wasm")).expect("link");
+        let mut watch = FolderWatch::start(watched);
+
+        // Rebuilt in place: the link's target changes, the link does not.
+        std::fs::write(build.join("a.wasm"), "2").expect("write");
+        next(&mut watch).await;
+        // Other files there are not watched.
+        std::fs::write(build.join("other.wasm"), "1").expect("write");
+        none(&mut watch, QUIET, "a file beside the target").await;
+
+        // A link made later is followed from its change on.
+        std::os::unix::fs::symlink(build.join("b.wasm"), plugins.join("b.wasm")).expect("link");
+        next(&mut watch).await;
+        std::fs::write(build.join("b.wasm"), "2").expect("write");
         next(&mut watch).await;
     }
 }
