@@ -1,17 +1,21 @@
 //! piton's end-to-end tests: one binary, a module per area.
 
+mod approval;
 mod cli;
 mod config;
 mod fs;
 mod hostile;
 mod limits;
 mod loading;
-mod mcp;
+mod mcp_client;
 mod net;
+mod net_http;
 mod peers;
 mod protected;
 mod registry;
 mod serve_http;
+mod serve_http_limits;
+mod serve_stdio;
 mod structure;
 mod support;
 mod upstream;

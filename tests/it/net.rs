@@ -1,4 +1,5 @@
-//! Network grants: sockets, DNS and outgoing HTTP, allowed host:port pairs only.
+//! Network grants: allowed host:port pairs only, for sockets and DNS here and for
+//! outgoing HTTP in net_http.rs, which shares this file's loopback test server.
 //!
 //! Every target is a loopback server started by the test, which records each
 //! connection, so an allowed case proves the connection happened and a refused one
@@ -11,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use piton_host::grants::{Grants, Host, Mount, MountMode, NetGrant, Secret};
-use piton_host::{Limits, Registry, ToolError};
+use piton_host::grants::{Grants, Host, Mount, MountMode, NetGrant};
+use piton_host::{Registry, ToolError};
 use piton_tests::{guests, plugins};
 use serde_json::{Value, json};
 
@@ -21,17 +22,17 @@ use crate::support::*;
 /// What a test server was sent on one connection: the request head as text (or the
 /// raw bytes, for a plain TCP client).
 #[derive(Clone, Debug)]
-struct Seen {
-    head: String,
+pub(crate) struct Seen {
+    pub(crate) head: String,
 }
 
 impl Seen {
-    fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.head.split(' ').nth(1).unwrap_or("")
     }
 
     /// The values of header `name` (case-insensitive).
-    fn header(&self, name: &str) -> Vec<String> {
+    pub(crate) fn header(&self, name: &str) -> Vec<String> {
         self.head
             .lines()
             .skip(1)
@@ -43,12 +44,12 @@ impl Seen {
 }
 
 /// How a server answers a request path.
-type Route = Box<dyn Fn(&str) -> String + Send>;
+pub(crate) type Route = Box<dyn Fn(&str) -> String + Send>;
 
 /// A loopback HTTP/1.1 server on its own thread, answering each connection once and
 /// recording what it was sent. It stops when dropped, or after a minute at most.
-struct Server {
-    port: u16,
+pub(crate) struct Server {
+    pub(crate) port: u16,
     state: Arc<State>,
     thread: Option<JoinHandle<()>>,
 }
@@ -64,7 +65,8 @@ struct State {
 }
 
 impl Server {
-    fn start(route: Route) -> Self {
+    /// Answers each request with what `route` gives for its path.
+    pub(crate) fn start(route: Route) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("local addr").port();
@@ -81,12 +83,12 @@ impl Server {
     }
 
     /// Answers every path with 200 and `body`.
-    fn ok(body: &'static str) -> Self {
+    pub(crate) fn ok(body: &'static str) -> Self {
         Self::start(Box::new(move |_| ok(body)))
     }
 
     /// What the server was sent, once it has answered `n` connections (5 s at most).
-    fn requests(&self, n: usize) -> Vec<Seen> {
+    pub(crate) fn requests(&self, n: usize) -> Vec<Seen> {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let seen = self.state.seen.lock().expect("not poisoned").clone();
@@ -100,7 +102,7 @@ impl Server {
     /// Whether no connection ever reached the server. A connection the guest made is
     /// in the listen queue before the guest's call returns, so once `accept` has found
     /// the queue empty after this point, it would have been counted.
-    fn untouched(&self) -> bool {
+    pub(crate) fn untouched(&self) -> bool {
         let polls = self.state.idle_polls.load(Ordering::SeqCst);
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.state.idle_polls.load(Ordering::SeqCst) < polls + 2 && Instant::now() < deadline
@@ -110,7 +112,8 @@ impl Server {
         self.state.connections.load(Ordering::SeqCst) == 0
     }
 
-    fn url(&self, path: &str) -> String {
+    /// `http://127.0.0.1:PORT` and `path`.
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 }
@@ -154,20 +157,23 @@ fn serve(listener: &TcpListener, route: &Route, state: &State) {
     }
 }
 
-fn ok(body: &str) -> String {
+/// A 200 answer with `body`.
+pub(crate) fn ok(body: &str) -> String {
     format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
 }
 
-fn redirect(location: &str) -> String {
+/// A 302 answer to `location`.
+pub(crate) fn redirect(location: &str) -> String {
     format!(
         "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
 }
 
-fn ip(port: u16) -> NetGrant {
+/// A grant of 127.0.0.1:`port`.
+pub(crate) fn ip(port: u16) -> NetGrant {
     NetGrant {
         host: Host::Ip(std::net::Ipv4Addr::LOCALHOST.into()),
         port,
@@ -176,7 +182,8 @@ fn ip(port: u16) -> NetGrant {
     }
 }
 
-fn name(host: &str, port: u16) -> NetGrant {
+/// A grant of `host`:`port` by name.
+pub(crate) fn name(host: &str, port: u16) -> NetGrant {
     NetGrant {
         host: Host::Name(host.into()),
         port,
@@ -186,7 +193,7 @@ fn name(host: &str, port: u16) -> NetGrant {
 }
 
 /// A registry of the given components, each granted `network`.
-async fn granted(paths: &[&str], network: Vec<NetGrant>) -> Registry {
+pub(crate) async fn granted(paths: &[&str], network: Vec<NetGrant>) -> Registry {
     let mut registry = Registry::new();
     for path in paths {
         let mut tool = load(path).await;
@@ -199,88 +206,12 @@ async fn granted(paths: &[&str], network: Vec<NetGrant>) -> Registry {
     registry
 }
 
-async fn failure(registry: &Registry, name: &str, args: Value) -> String {
+/// Calls `name` and expects it to fail; returns the message.
+pub(crate) async fn failure(registry: &Registry, name: &str, args: Value) -> String {
     match call_error(registry, name, args).await {
         ToolError::Failed(message) => message,
         other => panic!("{name}: expected a failure, got {other:?}"),
     }
-}
-
-#[tokio::test]
-async fn fetch_url_reaches_a_granted_address_and_no_other_port() {
-    let granted_server = Server::start(Box::new(|path| match path {
-        "/hop" => redirect("/"),
-        _ => ok("hello from the granted server"),
-    }));
-    let other = Server::ok("hello from another port");
-    let registry = granted(&[plugins::FETCH_URL], vec![ip(granted_server.port)]).await;
-
-    let text = call_ok(
-        &registry,
-        "fetch_url",
-        json!({"url": granted_server.url("/")}),
-    )
-    .await;
-    assert!(text[0].starts_with("HTTP 200 "), "{text:?}");
-    assert!(
-        text[0].ends_with("hello from the granted server"),
-        "{text:?}"
-    );
-    // A redirect within the grant is followed.
-    let text = call_ok(
-        &registry,
-        "fetch_url",
-        json!({"url": granted_server.url("/hop")}),
-    )
-    .await;
-    assert!(
-        text[0].ends_with("hello from the granted server"),
-        "{text:?}"
-    );
-    let paths: Vec<_> = granted_server
-        .requests(3)
-        .iter()
-        .map(|s| s.path().to_owned())
-        .collect();
-    assert_eq!(paths, ["/", "/hop", "/"]);
-
-    let message = failure(&registry, "fetch_url", json!({"url": other.url("/")})).await;
-    assert!(message.contains(&other.url("/")), "{message}");
-    assert!(message.contains("HttpRequestDenied"), "{message}");
-    assert!(other.untouched(), "{:?}", other.requests(0));
-}
-
-#[tokio::test]
-async fn https_goes_through_tls_to_the_checked_address() {
-    // No certificate a client would trust can be made for loopback here, so the
-    // server answers in plain text; what counts is that it was sent a TLS hello.
-    let server = Server::ok("not TLS");
-    let registry = granted(&[plugins::FETCH_URL], vec![ip(server.port)]).await;
-    let url = format!("https://127.0.0.1:{}/", server.port);
-    let message = failure(&registry, "fetch_url", json!({ "url": url })).await;
-    assert!(message.contains("Tls"), "{message}");
-    let seen = server.requests(1);
-    assert_eq!(seen.len(), 1);
-    assert!(seen[0].head.starts_with('\u{16}'), "{:?}", seen[0].head);
-}
-
-#[tokio::test]
-async fn a_redirect_to_an_authority_not_granted_is_refused() {
-    let elsewhere = Server::ok("the guest must not get here");
-    let target = elsewhere.url("/");
-    let granted_server = Server::start(Box::new(move |_| redirect(&target)));
-    let registry = granted(&[plugins::FETCH_URL], vec![ip(granted_server.port)]).await;
-
-    let message = failure(
-        &registry,
-        "fetch_url",
-        json!({"url": granted_server.url("/away")}),
-    )
-    .await;
-    assert!(message.contains(&elsewhere.url("/")), "{message}");
-    assert!(message.contains("HttpRequestDenied"), "{message}");
-    assert_eq!(granted_server.requests(1).len(), 1);
-    assert!(elsewhere.untouched(), "{:?}", elsewhere.requests(0));
 }
 
 #[tokio::test]
@@ -394,136 +325,14 @@ async fn a_granted_name_does_not_lead_to_loopback() {
     assert!(server.untouched(), "{:?}", server.requests(0));
 }
 
-#[tokio::test]
-async fn a_name_reaches_its_address_when_that_is_granted_literally() {
-    let server = Server::ok("hello by name");
-    let grants = vec![name("localhost", server.port), ip(server.port)];
-    let registry = granted(&[plugins::FETCH_URL], grants).await;
-    let url = format!("http://LOCALHOST:{}/", server.port);
-    let text = call_ok(&registry, "fetch_url", json!({ "url": url })).await;
-    assert!(text[0].ends_with("hello by name"), "{text:?}");
-    let seen = server.requests(1);
-    assert_eq!(seen.len(), 1);
-    // The name as granted, not as the guest wrote it.
-    assert_eq!(
-        seen[0].header("host"),
-        [format!("localhost:{}", server.port)]
-    );
-}
-
-#[tokio::test]
-async fn the_secret_header_reaches_the_server_but_never_the_guest() {
-    let secret = format!("Bearer s3cret-{}", std::process::id());
-    let with_secret = Server::ok("fine");
-    let without = Server::ok("fine");
-    let grants = vec![
-        NetGrant {
-            headers: vec![("Authorization".into(), Secret::new(secret.clone()))],
-            ..ip(with_secret.port)
-        },
-        ip(without.port),
-    ];
-    let tools = [guests::HOSTILE_NET_HEADERS, guests::HOSTILE_NET_ENV];
-    let registry = granted(&tools, grants).await;
-
-    let authority = format!("127.0.0.1:{}", with_secret.port);
-    let seen_by_guest = call_ok(&registry, "net_headers", json!({ "authority": authority })).await;
-    let report: Value = serde_json::from_str(&seen_by_guest[0]).unwrap();
-    assert_eq!(report["status"], 200, "{report}");
-    let guest_headers = json!([["authorization", "guest-value"], ["x-guest", "1"]]);
-    assert_eq!(report["request_headers"], guest_headers, "{report}");
-    assert_eq!(report["kept_headers"], guest_headers, "{report}");
-    assert_eq!(report["env"], json!([]), "{report}");
-    assert!(!seen_by_guest[0].contains("s3cret"), "{report}");
-    let seen = with_secret.requests(1);
-    assert_eq!(seen.len(), 1);
-    // The host's value replaced the guest's.
-    assert_eq!(seen[0].header("authorization"), [secret]);
-    assert_eq!(seen[0].header("x-guest"), ["1"]);
-
-    // Another grant's requests do not carry it.
-    let authority = format!("127.0.0.1:{}", without.port);
-    call_ok(&registry, "net_headers", json!({ "authority": authority })).await;
-    assert_eq!(
-        without.requests(1)[0].header("authorization"),
-        ["guest-value"]
-    );
-
-    let env = call_ok(&registry, "net_env", json!({})).await;
-    assert!(!env[0].contains("s3cret"), "{env:?}");
-}
-
-#[tokio::test]
-async fn the_guest_never_sees_pitons_environment() {
-    let server = Server::ok("fine");
-    let registry = granted(&[guests::HOSTILE_NET_ENV], vec![ip(server.port)]).await;
-    let text = call_ok(&registry, "net_env", json!({})).await;
-    let seen: Value = serde_json::from_str(&text[0]).unwrap();
-    assert_eq!(seen, json!({"env": [], "args": []}));
-}
-
-#[tokio::test]
-async fn http_without_grants_is_refused_but_the_tool_loads() {
-    let server = Server::ok("hello");
-    let registry = registry_of(&[plugins::FETCH_URL], Limits::default()).await;
-    let message = failure(&registry, "fetch_url", json!({"url": server.url("/")})).await;
-    assert!(message.contains("HttpRequestDenied"), "{message}");
-    assert!(server.untouched(), "{:?}", server.requests(0));
-}
-
 /// `grant` with raw TCP allowed too (`tcp = true`).
 fn with_tcp(grant: NetGrant) -> NetGrant {
     NetGrant { tcp: true, ..grant }
 }
 
 /// One net_call: `method` (or "TCP") to `url`, as a read-only call or not.
-fn net_call(method: &str, url: &str, read_only: bool) -> Value {
+pub(crate) fn net_call(method: &str, url: &str, read_only: bool) -> Value {
     json!({"method": method, "url": url, "read_only": read_only})
-}
-
-#[tokio::test]
-async fn a_read_only_call_sends_safe_methods_only() {
-    let server = Server::ok("fine");
-    let registry = granted(&[guests::HOSTILE_NET_CALL], vec![ip(server.port)]).await;
-    let url = server.url("/thing");
-
-    for method in ["POST", "DELETE", "PUT", "PATCH", "PROPPATCH"] {
-        let message = failure(&registry, "net_call", net_call(method, &url, true)).await;
-        assert!(message.contains("HttpRequestDenied"), "{method}: {message}");
-    }
-    assert!(server.untouched(), "{:?}", server.requests(0));
-
-    for method in ["GET", "HEAD", "OPTIONS"] {
-        let text = call_ok(&registry, "net_call", net_call(method, &url, true)).await;
-        assert!(text[0].starts_with("HTTP 200"), "{method}: {text:?}");
-    }
-    // The same tool, in a call that is not read-only, may write.
-    for method in ["POST", "DELETE"] {
-        let text = call_ok(&registry, "net_call", net_call(method, &url, false)).await;
-        assert!(text[0].starts_with("HTTP 200"), "{method}: {text:?}");
-    }
-    let methods: Vec<String> = server
-        .requests(5)
-        .iter()
-        .map(|s| s.head.split(' ').next().unwrap_or("").to_owned())
-        .collect();
-    assert_eq!(methods, ["GET", "HEAD", "OPTIONS", "POST", "DELETE"]);
-}
-
-#[tokio::test]
-async fn trace_track_and_connect_are_never_sent() {
-    let server = Server::ok("echo");
-    let grants = vec![NetGrant {
-        headers: vec![("Authorization".into(), Secret::new("Bearer t".into()))],
-        ..ip(server.port)
-    }];
-    let registry = granted(&[guests::HOSTILE_NET_CALL], grants).await;
-    let url = server.url("/");
-    for method in ["TRACE", "TRACK", "CONNECT", "trace", "Track"] {
-        let message = failure(&registry, "net_call", net_call(method, &url, false)).await;
-        assert!(message.contains("HttpRequestDenied"), "{method}: {message}");
-    }
-    assert!(server.untouched(), "{:?}", server.requests(0));
 }
 
 #[tokio::test]
@@ -547,21 +356,6 @@ async fn raw_tcp_needs_the_grant_to_opt_in() {
     let seen = server.requests(2);
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].head, "hello\n");
-}
-
-#[tokio::test]
-async fn the_host_header_is_the_checked_authority() {
-    let server = Server::ok("fine");
-    let registry = granted(&[guests::HOSTILE_NET_CALL], vec![ip(server.port)]).await;
-    let url = format!("http://user:pw@127.0.0.1:{}/", server.port);
-    let text = call_ok(&registry, "net_call", net_call("GET", &url, true)).await;
-    assert!(text[0].starts_with("HTTP 200"), "{text:?}");
-    let seen = server.requests(1);
-    assert_eq!(seen.len(), 1);
-    assert_eq!(
-        seen[0].header("host"),
-        [format!("127.0.0.1:{}", server.port)]
-    );
 }
 
 /// A guest that starts lookup after lookup must not hold up another call's file

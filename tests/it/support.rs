@@ -1,12 +1,18 @@
-//! Helpers that make each test read like the behaviour it checks.
+//! Helpers that make each test read like the behaviour it checks: the tests' runtime
+//! and registries, and the `piton` binary run to completion or kept running.
 
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
 use piton_host::{CallError, Content, Limits, Registry, ToolResult};
 use serde_json::{Value, json};
+
+/// How long one answer may take, compile cache misses included.
+pub(crate) const ANSWER: Duration = Duration::from_secs(60);
 
 /// One runtime (one engine, one instance pool) for the whole test process.
 pub(crate) fn runtime() -> &'static WasmRuntime {
@@ -173,4 +179,133 @@ pub(crate) fn python_running_piton(script: &str, args: &[&std::ffi::OsStr]) -> C
         };
     }
     cmd
+}
+
+/// A child's stderr, drained by a thread so that the child never blocks on it.
+pub(crate) struct Stderr {
+    lines: std::sync::mpsc::Receiver<String>,
+    all: Arc<std::sync::Mutex<String>>,
+}
+
+impl Stderr {
+    /// Reads `stderr` on a thread of its own.
+    fn drain(stderr: std::process::ChildStderr) -> Self {
+        let (send, lines) = std::sync::mpsc::channel();
+        let all = Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = all.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                sink.lock()
+                    .expect("stderr lock")
+                    .push_str(&format!("{line}\n"));
+                let _ = send.send(line);
+            }
+        });
+        Self { lines, all }
+    }
+
+    /// The first line from now on that contains `needle`.
+    pub(crate) fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + ANSWER;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no `{needle}` on stderr ({e}); it says:\n{}", self.text()),
+            }
+        }
+    }
+
+    pub(crate) fn text(&self) -> String {
+        self.all.lock().expect("stderr lock").clone()
+    }
+}
+
+/// A running `piton`, killed if the test ends before it exits.
+pub(crate) struct Running {
+    child: std::process::Child,
+    pub(crate) stderr: Stderr,
+}
+
+impl Running {
+    /// Holds `child`, draining its stderr (which must be piped).
+    pub(crate) fn new(mut child: std::process::Child) -> Self {
+        let stderr = Stderr::drain(child.stderr.take().expect("stderr"));
+        Self { child, stderr }
+    }
+
+    /// Waits for the process to exit on its own.
+    pub(crate) fn exit_code(&mut self) -> Option<i32> {
+        let deadline = Instant::now() + ANSWER;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "piton did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn terminate(&mut self) {
+        self.signal("TERM");
+    }
+
+    /// Sends SIG`name` (`TERM`, `INT`).
+    pub(crate) fn signal(&mut self, name: &str) {
+        let status = std::process::Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{name} failed");
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `piton serve --http 127.0.0.1:0` on `folder` (the bundled plugins without one),
+/// and the address it says it listens on.
+pub(crate) fn serve_http(folder: Option<&std::path::Path>) -> (Running, std::net::SocketAddr) {
+    serve_http_on("127.0.0.1:0", folder)
+}
+
+/// `piton serve --http bind` on `folder`, and the address it says it listens on.
+pub(crate) fn serve_http_on(
+    bind: &str,
+    folder: Option<&std::path::Path>,
+) -> (Running, std::net::SocketAddr) {
+    serve_http_with(bind, folder, &[])
+}
+
+/// `piton serve --http bind` on `folder` with `flags`, and the address it listens on.
+pub(crate) fn serve_http_with(
+    bind: &str,
+    folder: Option<&std::path::Path>,
+    flags: &[&str],
+) -> (Running, std::net::SocketAddr) {
+    let mut command = piton();
+    command.args(["serve", "--http", bind]).args(flags);
+    if let Some(folder) = folder {
+        command.arg("--plugins").arg(folder);
+    }
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("piton serve --http starts");
+    let running = Running::new(child);
+    let line = running.stderr.wait_for("listening on ");
+    let addr = line
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .and_then(|addr| addr.parse().ok())
+        .unwrap_or_else(|| panic!("not `listening on http://IP:PORT/mcp`: {line}"));
+    (running, addr)
 }

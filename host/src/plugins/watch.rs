@@ -1,14 +1,25 @@
 //! Watching a plugins folder: the `*.wasm` files and piton.toml in it, and the config
-//! file wherever it is, reloading the registry when they change.
+//! file wherever it is, through the `notify` crate (inotify, FSEvents, ...; its
+//! polling watcher when those cannot start). [`FolderWatch::changed`] turns a burst of
+//! file events into one change, once the files held still; what to do with it (reload)
+//! is the caller's.
 
-use std::collections::BTreeMap;
-use std::future::Future;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use crate::registry::Registry;
-use crate::serve::Served;
+use notify::event::{AccessKind, AccessMode, EventKind, MetadataKind, ModifyKind};
+use notify::{Event, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher as _};
+use tokio::sync::mpsc;
+
+/// How long the files must hold still after an event before a change is reported:
+/// a file still being copied keeps sending events, so it is not loaded half-written.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// How often the fallback poller looks at the files. It sees a change only at its
+/// next poll, so with it the files must hold still for one more poll than [`SETTLE`].
+const POLL_EVERY: Duration = Duration::from_millis(500);
 
 /// The files whose changes reload the registry: the `*.wasm` files and
 /// `piton.toml` in a folder, and any other files named (the config file).
@@ -20,212 +31,438 @@ pub struct Watched {
     pub files: Vec<PathBuf>,
 }
 
-/// What a file looked like at one poll; `None` when it is missing.
-type Fingerprint = BTreeMap<PathBuf, Option<Stamp>>;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    /// Catches a file replaced by another of the same size and time (`mv`, `cp -p`).
-    inode: u64,
+/// Which event paths are a change: the folders as watched (resolved, as the
+/// watchers report paths), and the files named in them.
+#[derive(Debug)]
+struct Filter {
+    /// The plugins folder: its `*.wasm` files and piton.toml.
+    folder: PathBuf,
+    /// The extra files, as (folder, file name).
+    files: Vec<(PathBuf, OsString)>,
+    /// Where the watched files that are symbolic links lead, as (folder, file name):
+    /// a change there is a change of the file. Found again after each change.
+    targets: Mutex<Vec<(PathBuf, OsString)>>,
 }
 
-impl Watched {
-    fn fingerprint(&self) -> Fingerprint {
-        let mut files = Fingerprint::new();
-        // An unreadable folder has no files; the reload then says why it failed.
-        if let Ok(entries) = std::fs::read_dir(&self.folder) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let watched = path.extension().is_some_and(|ext| ext == "wasm")
-                    || path.file_name().is_some_and(|name| name == "piton.toml");
-                if watched {
-                    let stamp = stamp(&path);
-                    files.insert(path, stamp);
-                }
+impl Filter {
+    fn new(watched: &Watched) -> Self {
+        let files = watched
+            .files
+            .iter()
+            .filter_map(|file| {
+                let name = file.file_name()?.to_os_string();
+                let parent = match file.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => parent,
+                    _ => Path::new("."),
+                };
+                Some((resolved(parent), name))
+            })
+            .collect();
+        Self {
+            folder: resolved(&watched.folder),
+            files,
+            targets: Mutex::default(),
+        }
+    }
+
+    /// The folders to watch for the folder and the extra files, each once.
+    fn folders(&self) -> Vec<PathBuf> {
+        let mut folders = vec![self.folder.clone()];
+        for (folder, _) in &self.files {
+            if !folders.contains(folder) {
+                folders.push(folder.clone());
             }
         }
-        for file in &self.files {
-            files.insert(file.clone(), stamp(file));
-        }
+        folders
+    }
+
+    /// Whether `name` in the plugins folder is one of its watched files.
+    fn is_plugin_file(name: &OsStr) -> bool {
+        Path::new(name).extension().is_some_and(|ext| ext == "wasm") || name == "piton.toml"
+    }
+
+    /// The watched files now: those of the folder, and the extra files.
+    fn watched_files(&self) -> Vec<PathBuf> {
+        // An unreadable folder has no files; the reload then says why it failed.
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| Self::is_plugin_file(&entry.file_name()))
+            .map(|entry| entry.path())
+            .collect();
+        files.extend(self.files.iter().map(|(folder, name)| folder.join(name)));
         files
+    }
+
+    /// Finds where the watched files that are symbolic links lead now; returns the
+    /// folders that hold them.
+    fn follow_links(&self) -> Vec<PathBuf> {
+        let targets: Vec<(PathBuf, OsString)> = self
+            .watched_files()
+            .into_iter()
+            .filter(|file| file.symlink_metadata().is_ok_and(|m| m.is_symlink()))
+            .filter_map(|link| {
+                let target = std::fs::canonicalize(link).ok()?;
+                Some((
+                    target.parent()?.to_path_buf(),
+                    target.file_name()?.to_owned(),
+                ))
+            })
+            .collect();
+        let folders = targets.iter().map(|(folder, _)| folder.clone()).collect();
+        *self.targets.lock().unwrap_or_else(PoisonError::into_inner) = targets;
+        folders
+    }
+
+    /// Whether `path` is a watched file (or where one leads), or the plugins folder
+    /// itself (moved away).
+    fn matches(&self, path: &Path) -> bool {
+        if path == self.folder {
+            return true;
+        }
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        let named = |(folder, file): &(PathBuf, OsString)| folder == parent && file == name;
+        (parent == self.folder && Self::is_plugin_file(name))
+            || self.files.iter().any(named)
+            || self
+                .targets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(named)
+    }
+
+    /// Whether `event` changes a watched file. Opening and reading are not changes
+    /// (the reload reads the files); closing a file written to is.
+    fn is_change(&self, event: &Event) -> bool {
+        if event.need_rescan() {
+            return true;
+        }
+        let changes = match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+            EventKind::Access(_) => false,
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
+            EventKind::Any
+            | EventKind::Create(_)
+            | EventKind::Modify(_)
+            | EventKind::Remove(_)
+            | EventKind::Other => true,
+        };
+        changes && event.paths.iter().any(|path| self.matches(path))
     }
 }
 
-fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-    #[cfg(not(unix))]
-    let inode = 0;
-    Some(Stamp {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-        inode,
-    })
+/// `path` with links and `..` resolved, as the watchers report it; as given when it
+/// cannot be resolved (it does not exist).
+fn resolved(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-async fn fingerprint(watched: &Arc<Watched>) -> Fingerprint {
-    let watched = watched.clone();
-    tokio::task::spawn_blocking(move || watched.fingerprint())
-        .await
-        .unwrap_or_default()
-}
-
-/// Watches a plugins folder for [`Served`]: polls the files and reloads the
-/// registry when they change.
+/// Watches a plugins folder ([`Watched`]) and says when its files changed.
 #[derive(Debug)]
 pub struct FolderWatch {
-    watched: Arc<Watched>,
-    /// The files as the registry served now was loaded from them.
-    loaded: Fingerprint,
+    /// One message (at most one waiting) per batch of events; closed when watching
+    /// ended. `None` when no watcher could start.
+    changes: Option<mpsc::Receiver<()>>,
+    /// Dropping it stops watching. `None` when none could start.
+    watcher: Option<AnyWatcher>,
+    filter: Arc<Filter>,
+    /// The folders watched so far.
+    folders: Vec<PathBuf>,
+    /// How long the files must hold still: [`SETTLE`], plus a poll when polling.
+    settle: Duration,
+}
+
+/// The watcher that started.
+#[derive(Debug)]
+enum AnyWatcher {
+    Native(RecommendedWatcher),
+    Polling(PollWatcher),
+}
+
+impl AnyWatcher {
+    fn watch(&mut self, folder: &Path) -> notify::Result<()> {
+        match self {
+            Self::Native(watcher) => watcher.watch(folder, RecursiveMode::NonRecursive),
+            Self::Polling(watcher) => watcher.watch(folder, RecursiveMode::NonRecursive),
+        }
+    }
 }
 
 impl FolderWatch {
-    /// Takes the files' state now. Call it before loading the registry it watches
-    /// for, so that a change made while it loads is still seen.
+    /// Starts watching. Call it before loading what it watches, so that a change
+    /// made while it loads is still seen.
+    ///
+    /// Never fails: when the system's watcher cannot start (e.g. the inotify watch
+    /// limit), it polls every 500 ms; if even that fails, it logs why and
+    /// [`changed`](Self::changed) yields `None`. A folder that does not exist is
+    /// not watched (logged). A watched file that is a symbolic link is watched where
+    /// it leads too.
     pub fn start(watched: Watched) -> Self {
-        let loaded = watched.fingerprint();
-        Self {
-            watched: Arc::new(watched),
-            loaded,
+        Self::start_with(watched, false)
+    }
+
+    fn start_with(watched: Watched, poll: bool) -> Self {
+        let filter = Arc::new(Filter::new(&watched));
+        let folders: Vec<PathBuf> = filter
+            .folders()
+            .into_iter()
+            .filter(|folder| {
+                let exists = folder.is_dir();
+                if !exists {
+                    let folder = folder.display();
+                    tracing::warn!(%folder, "not a folder: changes in it are not watched");
+                }
+                exists
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel(1);
+        let handler = {
+            let filter = filter.clone();
+            move |event: notify::Result<Event>| match event {
+                Ok(event) => {
+                    if filter.is_change(&event) {
+                        // Full: a change is waiting already, which this one joins.
+                        let _ = tx.try_send(());
+                    }
+                }
+                Err(error) => tracing::debug!(%error, "watching the plugins folder"),
+            }
+        };
+        let native = if poll {
+            None
+        } else {
+            match start_watcher(&folders, || {
+                notify::recommended_watcher(handler.clone()).map(AnyWatcher::Native)
+            }) {
+                Ok(watcher) => Some(watcher),
+                Err(error) => {
+                    tracing::warn!(
+                        %error,
+                        every = ?POLL_EVERY,
+                        "cannot watch the plugins folder for changes; polling it instead"
+                    );
+                    None
+                }
+            }
+        };
+        let (watcher, settle) = match native {
+            Some(watcher) => (watcher, SETTLE),
+            None => {
+                let config = notify::Config::default().with_poll_interval(POLL_EVERY);
+                match start_watcher(&folders, || {
+                    PollWatcher::new(handler, config).map(AnyWatcher::Polling)
+                }) {
+                    Ok(watcher) => (watcher, POLL_EVERY + SETTLE),
+                    Err(error) => {
+                        tracing::warn!(
+                            %error,
+                            "cannot poll the plugins folder either: changes are not reloaded"
+                        );
+                        return Self {
+                            changes: None,
+                            watcher: None,
+                            filter,
+                            folders,
+                            settle: SETTLE,
+                        };
+                    }
+                }
+            }
+        };
+        let mut watch = Self {
+            changes: Some(rx),
+            watcher: Some(watcher),
+            filter,
+            folders,
+            settle,
+        };
+        watch.follow_links();
+        watch
+    }
+
+    /// Watches the folders where the watched symbolic links lead now.
+    fn follow_links(&mut self) {
+        let Some(watcher) = &mut self.watcher else {
+            return;
+        };
+        for folder in self.filter.follow_links() {
+            if self.folders.contains(&folder) {
+                continue;
+            }
+            if let Err(error) = watcher.watch(&folder) {
+                let folder = folder.display();
+                tracing::warn!(%folder, %error, "cannot watch where a plugin file leads");
+            }
+            self.folders.push(folder);
         }
     }
 
-    /// Polls every `every` and, once the files changed and then held still for one
-    /// more poll (so a file still being copied is not loaded half-written), calls
-    /// `reload` and serves what it returns. `None` (the folder or the config could
-    /// not be loaded at all; `reload` says why) keeps the registry served now, until
-    /// the files change again.
-    ///
-    /// Runs until the last strong reference to `served` is dropped.
-    pub async fn run<F, Fut>(self, served: Weak<Served>, every: Duration, mut reload: F)
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Option<Registry>>,
-    {
-        let Self {
-            watched,
-            mut loaded,
-        } = self;
-        let mut last = loaded.clone();
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticks.tick().await;
-        loop {
-            ticks.tick().await;
-            if served.strong_count() == 0 {
-                return;
-            }
-            let now = fingerprint(&watched).await;
-            if now == last && now != loaded {
-                let folder = watched.folder.display();
-                tracing::info!(%folder, "the plugins changed: reloading");
-                let registry = reload().await;
-                let Some(served) = served.upgrade() else {
-                    return;
-                };
-                match registry {
-                    Some(registry) => {
-                        tracing::info!(%folder, tools = registry.len(), "reloaded the plugins");
-                        served.replace(registry);
-                    }
-                    None => tracing::warn!(
-                        %folder,
-                        "the plugins changed but could not be loaded; still serving the tools \
-                         loaded before"
-                    ),
-                }
-                loaded = now.clone();
-            }
-            last = now;
+    /// Resolves once a watched file changed and then all of them held still for
+    /// 300 ms (800 ms when polling): a burst of events is one change. Changes made
+    /// since the last call (e.g. during a reload) count. `None` when watching ended
+    /// (or never started); it then stays `None`.
+    pub async fn changed(&mut self) -> Option<()> {
+        let changes = self.changes.as_mut()?;
+        if changes.recv().await.is_none() {
+            self.changes = None;
+            return None;
         }
+        // Until the files held still (a timeout), or watching ended meanwhile.
+        while let Ok(Some(())) = tokio::time::timeout(self.settle, changes.recv()).await {}
+        // A link added or changed now leads elsewhere.
+        self.follow_links();
+        Some(())
     }
+}
+
+/// Starts a watcher with `start` and watches `folders` with it.
+fn start_watcher(
+    folders: &[PathBuf],
+    start: impl FnOnce() -> notify::Result<AnyWatcher>,
+) -> notify::Result<AnyWatcher> {
+    let mut watcher = start()?;
+    for folder in folders {
+        watcher.watch(folder)?;
+    }
+    Ok(watcher)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::time::Instant;
 
     use super::*;
 
-    const EVERY: Duration = Duration::from_millis(20);
+    /// Long enough for any change to arrive and settle.
+    const QUIET: Duration = Duration::from_secs(1);
 
-    /// Waits until `served` reaches `generation`, or fails after 5 s.
-    async fn reaches(served: &Served, generation: u64) {
-        let mut changes = served.changes();
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            changes.wait_for(|g| *g >= generation),
-        )
-        .await
-        .expect("the change arrives in time")
-        .expect("the sender lives");
+    /// The next change, or fails after 5 s.
+    async fn next(watch: &mut FolderWatch) {
+        tokio::time::timeout(Duration::from_secs(5), watch.changed())
+            .await
+            .expect("the change arrives in time")
+            .expect("still watching");
+    }
+
+    /// No change within `within`.
+    async fn none(watch: &mut FolderWatch, within: Duration, what: &str) {
+        let change = tokio::time::timeout(within, watch.changed()).await;
+        assert!(change.is_err(), "{what}: {change:?}");
+    }
+
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf, Watched) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let plugins = dir.path().join("plugins");
+        let etc = dir.path().join("etc");
+        std::fs::create_dir(&plugins).expect("mkdir");
+        std::fs::create_dir(&etc).expect("mkdir");
+        let watched = Watched {
+            folder: plugins.clone(),
+            files: vec![etc.join("elsewhere.toml")],
+        };
+        (dir, plugins, etc, watched)
+    }
+
+    /// What every watcher must do, native or polling.
+    async fn changes_are_seen_once(poll: bool) {
+        let (_dir, plugins, etc, watched) = setup();
+        let mut watch = FolderWatch::start_with(watched, poll);
+        assert!(matches!(
+            (&watch.watcher, poll),
+            (Some(AnyWatcher::Native(_)), false) | (Some(AnyWatcher::Polling(_)), true)
+        ));
+
+        // Other files, in the folder or beside the config file, are not watched.
+        std::fs::write(plugins.join("notes.txt"), "x").expect("write");
+        std::fs::write(plugins.join("a.wasm.txt"), "x").expect("write");
+        std::fs::write(etc.join("other.toml"), "x").expect("write");
+        none(&mut watch, QUIET * 2, "other files").await;
+
+        std::fs::write(plugins.join("a.wasm"), "x").expect("write");
+        next(&mut watch).await;
+        none(&mut watch, QUIET, "one change per write").await;
+
+        // Reading is not a change (a reload reads every file).
+        std::fs::read(plugins.join("a.wasm")).expect("read");
+        none(&mut watch, QUIET, "a read").await;
+
+        // The config file outside the folder counts too: it appears.
+        std::fs::write(etc.join("elsewhere.toml"), "").expect("write");
+        next(&mut watch).await;
+        none(&mut watch, QUIET, "one change for the config").await;
+
+        std::fs::write(plugins.join("piton.toml"), "").expect("write");
+        next(&mut watch).await;
+        std::fs::remove_file(plugins.join("a.wasm")).expect("remove");
+        next(&mut watch).await;
     }
 
     #[tokio::test]
-    async fn a_changed_file_reloads_once_and_a_failed_reload_keeps_the_registry() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = dir.path().join("elsewhere.toml");
-        let served = Served::new(Registry::new());
-        let reloads = Arc::new(AtomicUsize::new(0));
-        let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let watched = Watched {
-            folder: dir.path().to_path_buf(),
-            files: vec![config.clone()],
-        };
-        let watcher = {
-            let (served, reloads, fail) = (Arc::downgrade(&served), reloads.clone(), fail.clone());
-            let watch = FolderWatch::start(watched);
-            tokio::spawn(async move {
-                watch
-                    .run(served, EVERY, move || {
-                        reloads.fetch_add(1, Ordering::SeqCst);
-                        let fail = fail.load(Ordering::SeqCst);
-                        async move { (!fail).then(Registry::new) }
-                    })
-                    .await;
-            })
-        };
-        // Other files are not watched.
-        std::fs::write(dir.path().join("notes.txt"), "x").expect("write");
-        tokio::time::sleep(EVERY * 5).await;
-        assert_eq!(reloads.load(Ordering::SeqCst), 0);
+    async fn changed_files_give_one_change_each_and_other_files_none() {
+        changes_are_seen_once(false).await;
+    }
 
-        std::fs::write(dir.path().join("a.wasm"), "x").expect("write");
-        reaches(&served, 1).await;
-        tokio::time::sleep(EVERY * 5).await;
-        assert_eq!(reloads.load(Ordering::SeqCst), 1, "one reload per change");
+    #[tokio::test]
+    async fn the_polling_fallback_sees_the_same_changes() {
+        changes_are_seen_once(true).await;
+    }
 
-        // The config file outside the folder counts too: it appears.
-        std::fs::write(&config, "").expect("write");
-        reaches(&served, 2).await;
-
-        fail.store(true, Ordering::SeqCst);
-        let kept = served.registry();
-        std::fs::remove_file(dir.path().join("a.wasm")).expect("remove");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while reloads.load(Ordering::SeqCst) < 3 {
-            assert!(tokio::time::Instant::now() < deadline, "no reload");
-            tokio::time::sleep(EVERY).await;
+    #[tokio::test]
+    async fn a_burst_is_one_change_once_the_files_held_still() {
+        let (_dir, plugins, _etc, watched) = setup();
+        let mut watch = FolderWatch::start(watched);
+        // A file copied in pieces, with another beside it.
+        let mut last = Instant::now();
+        for i in 0..8 {
+            let piece = vec![b'x'; 1000 * (i + 1)];
+            std::fs::write(plugins.join("b.wasm"), piece).expect("write");
+            std::fs::write(plugins.join("c.wasm"), "x").expect("write");
+            last = Instant::now();
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(EVERY * 5).await;
+        next(&mut watch).await;
         assert!(
-            Arc::ptr_eq(&kept, &served.registry()),
-            "a failed reload swapped"
+            last.elapsed() >= SETTLE,
+            "reported before the files held still for {SETTLE:?}"
         );
-        assert_eq!(served.generation(), 2);
-        assert_eq!(
-            reloads.load(Ordering::SeqCst),
-            3,
-            "no retry until the next change"
-        );
+        none(&mut watch, QUIET, "one change per burst").await;
+    }
 
-        drop(served);
-        tokio::time::timeout(Duration::from_secs(5), watcher)
-            .await
-            .expect("the watcher ends with the served registry")
-            .expect("no panic");
+    #[tokio::test]
+    async fn changes_made_before_the_first_wait_count() {
+        let (_dir, plugins, _etc, watched) = setup();
+        let mut watch = FolderWatch::start(watched);
+        std::fs::write(plugins.join("a.wasm"), "x").expect("write");
+        tokio::time::sleep(QUIET).await;
+        next(&mut watch).await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_linked_file_changes_where_it_leads() {
+        let (dir, plugins, _etc, watched) = setup();
+        let build = dir.path().join("build");
+        std::fs::create_dir(&build).expect("mkdir");
+        std::fs::write(build.join("a.wasm"), "1").expect("write");
+        std::fs::write(build.join("b.wasm"), "1").expect("write");
+        std::os::unix::fs::symlink(build.join("a.wasm"), plugins.join("a.wasm")).expect("link");
+        let mut watch = FolderWatch::start(watched);
+
+        // Rebuilt in place: the link's target changes, the link does not.
+        std::fs::write(build.join("a.wasm"), "2").expect("write");
+        next(&mut watch).await;
+        // Other files there are not watched.
+        std::fs::write(build.join("other.wasm"), "1").expect("write");
+        none(&mut watch, QUIET, "a file beside the target").await;
+
+        // A link made later is followed from its change on.
+        std::os::unix::fs::symlink(build.join("b.wasm"), plugins.join("b.wasm")).expect("link");
+        next(&mut watch).await;
+        std::fs::write(build.join("b.wasm"), "2").expect("write");
+        next(&mut watch).await;
     }
 }
