@@ -114,12 +114,12 @@ impl AllowByReadOnly {
 #[async_trait::async_trait]
 impl Approver for AllowByReadOnly {
     async fn approve(&self, request: &ApprovalRequest<'_>) -> Decision {
-        if request.hints.read_only && self.trusts(request) {
+        if request.hints.is_read_only() && self.trusts(request) {
             return Decision::Allow;
         }
         match &self.ask {
             Some(ask) => ask.approve(request).await,
-            None if request.hints.read_only => Decision::Deny(match request.tool.source() {
+            None if request.hints.is_read_only() => Decision::Deny(match request.tool.source() {
                 ToolSource::Mcp(_) => format!(
                     "`{}` says it is read-only, but MCP servers' hints are not trusted \
                      (AllowByReadOnly without trust_mcp) and nobody was asked",

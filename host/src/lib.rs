@@ -33,7 +33,6 @@ pub mod cli;
 pub mod config;
 mod error;
 pub mod grants;
-mod hints;
 mod limits;
 mod parse;
 pub mod plugins;
@@ -48,8 +47,8 @@ pub mod wasm;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use error::{CallError, LoadError, LoadErrorKind, Trap};
-pub use hints::{Hints, HintsError};
 pub use limits::{Limits, format_size};
+pub use piton_wit::{Hints, HintsError};
 pub use registry::{Listing, Registry};
 pub use tool::{
     Args, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION, MAX_INPUT_SCHEMA, Tool, ToolError,

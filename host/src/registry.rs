@@ -59,7 +59,7 @@ impl Registry {
 
     /// Adds a tool. Its name must match `[A-Za-z0-9_-]{1,64}`, its description and
     /// input schema must fit [`check_spec_size`](crate::check_spec_size), its input
-    /// schema must be an object schema, its hints must agree with each other, and no other tool
+    /// schema must be an object schema, and no other tool
     /// may have its name: a duplicate is an error naming both sources, never a silent
     /// override.
     pub fn add(&mut self, tool: impl Tool + 'static) -> Result<(), LoadError> {
@@ -82,9 +82,6 @@ impl Registry {
             InputSchema::required_only(&spec.input_schema)
         }
         .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
-        tool.hints()
-            .validate()
-            .map_err(|e| fail(LoadErrorKind::Invalid(format!("its hints: {e}"))))?;
         if let Some(other) = self.tools.get(&spec.name) {
             return Err(fail(LoadErrorKind::Duplicate {
                 name: spec.name.clone(),
@@ -296,7 +293,7 @@ impl Registry {
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.
         match entry.tool.call(&args, hints).await {
-            Err(CallError::Host { message, .. }) if hints.idempotent => {
+            Err(CallError::Host { message, .. }) if hints.is_idempotent() => {
                 tracing::warn!(tool = name, %message, "host fault in an idempotent call; retrying once");
                 entry.tool.call(&args, hints).await
             }
@@ -345,7 +342,7 @@ impl Registry {
 /// it is not asked (this saves an instance per call).
 async fn call_hints(tool: &dyn Tool, args: &Args) -> Result<Hints, CallError> {
     let bound = tool.hints();
-    if bound == Hints::read_only(false) {
+    if bound == Hints::read_only().open_world(false) {
         return Ok(bound);
     }
     let Some(answer) = tool.hints_for(args).await? else {
@@ -364,13 +361,5 @@ async fn call_hints(tool: &dyn Tool, args: &Args) -> Result<Hints, CallError> {
 }
 
 fn not_an_object(args: &Value) -> ToolError {
-    let kind = match args {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
-    ToolError::Input(format!("the arguments must be a JSON object, not {kind}"))
+    ToolError::Input(piton_wit::not_an_object(args))
 }

@@ -117,14 +117,12 @@ pub(crate) fn hints_of(annotations: Option<&ToolAnnotations>) -> Hints {
     let given = annotations.cloned().unwrap_or_default();
     let open_world = given.open_world_hint.unwrap_or(true);
     if given.read_only_hint == Some(true) {
-        Hints::read_only(open_world)
+        Hints::read_only().open_world(open_world)
     } else {
-        Hints {
-            read_only: false,
-            destructive: given.destructive_hint.unwrap_or(true),
-            idempotent: given.idempotent_hint.unwrap_or(false),
-            open_world,
-        }
+        Hints::worst()
+            .destructive(given.destructive_hint.unwrap_or(true))
+            .idempotent(given.idempotent_hint.unwrap_or(false))
+            .open_world(open_world)
     }
 }
 
@@ -226,14 +224,14 @@ mod tests {
         assert_eq!(hints_of(None), Hints::default());
         let read_only =
             ToolAnnotations::from_raw(None, Some(true), Some(true), Some(false), Some(false));
-        assert_eq!(hints_of(Some(&read_only)), Hints::read_only(false));
+        assert_eq!(
+            hints_of(Some(&read_only)),
+            Hints::read_only().open_world(false)
+        );
         let only_idempotent = ToolAnnotations::from_raw(None, None, None, Some(true), None);
         assert_eq!(
             hints_of(Some(&only_idempotent)),
-            Hints {
-                idempotent: true,
-                ..Hints::default()
-            }
+            Hints::default().idempotent(true)
         );
     }
 

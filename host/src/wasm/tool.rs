@@ -221,7 +221,6 @@ impl WasmRuntime {
             parallel: spec.parallel,
         };
         tool.hints = from_wit_hints(hints)
-            .validate()
             .map_err(|e| fail(LoadErrorKind::Invalid(format!("its hints: {e}"))))?;
         Ok(tool)
     }
@@ -276,14 +275,10 @@ impl WasmTool {
     /// Narrows the tool's hints. Hints wider than the tool's own are refused: a user
     /// can promise less than the tool, never more.
     pub fn narrow_hints(&mut self, hints: Hints) -> Result<(), String> {
-        let (narrowed, widened) = hints.narrowed_by(self.hints);
-        if widened {
-            return Err(format!(
-                "{hints} would widen the tool's hints ({}); piton.toml can only narrow them",
-                self.hints
-            ));
-        }
-        self.hints = narrowed;
+        self.hints = self
+            .hints
+            .narrow(hints.claims())
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -499,7 +494,7 @@ impl Tool for WasmTool {
     /// `tcp = true`): nothing checks what it sends there, so a read-only call is
     /// only declared read-only.
     fn hints_trust(&self) -> HintsTrust {
-        if self.hints.open_world && self.grants.network.iter().any(|g| g.tcp) {
+        if self.hints.is_open_world() && self.grants.network.iter().any(|g| g.tcp) {
             HintsTrust::Declared
         } else {
             HintsTrust::Enforced
@@ -527,7 +522,6 @@ impl Tool for WasmTool {
         answer
             .map(|hints| {
                 from_wit_hints(hints)
-                    .validate()
                     .map_err(|e| self.guest_trap(format!("hints-for returned {e}")))
             })
             .transpose()
@@ -576,13 +570,8 @@ impl WasmTool {
     }
 }
 
-fn from_wit_hints(h: bindings::ToolHints) -> Hints {
-    Hints {
-        read_only: h.read_only,
-        destructive: h.destructive,
-        idempotent: h.idempotent,
-        open_world: h.open_world,
-    }
+fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, crate::HintsError> {
+    Hints::new(h.read_only, h.destructive, h.idempotent, h.open_world)
 }
 
 /// The innermost cause of a wasmtime error: the trap or the reason, without the
