@@ -25,23 +25,25 @@
 //! In every mode, a mount's folder must still be the one loaded ([`pin`]), and the
 //! bytes a call writes are bounded by `max_write` ([`quota`]), the entries it makes by
 //! [`quota::MAX_NEW_ENTRIES`] and the folder listings it holds by [`quota::MAX_LISTINGS`].
+//!
+//! This layer does not know the store's data type: the data implements [`HasFs`],
+//! and [`add_to_linker`] is generic over it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use wasmtime::component::{HasData, Linker};
-use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::grants::{FsAccess, Mount};
-use crate::wasm::{Sandbox, SandboxError};
 
 mod pin;
 mod quota;
 mod view;
 
 pub(crate) use pin::Pins;
+pub(crate) use view::FsView;
 
 #[cfg(test)]
 mod tests;
@@ -141,12 +143,13 @@ impl FsState {
 
 /// Preopens each mount with the access the call has, once its folder is found to
 /// be the one `pins` holds since load, and bounds the bytes written to `max_write`.
+/// An error says which folder cannot be used, and why.
 pub(crate) fn configure(
     wasi: &mut WasiCtxBuilder,
     mounts: &[(Mount, FsAccess)],
     pins: &Pins,
     max_write: u64,
-) -> Result<FsState, SandboxError> {
+) -> Result<FsState, String> {
     let mut state = FsState {
         quota: quota::Quota::new(max_write),
         ..FsState::default()
@@ -157,22 +160,28 @@ pub(crate) fn configure(
             // Add-only is read-write below, narrowed by `view::FsView` above.
             FsAccess::AddOnly | FsAccess::ReadWrite => FsPerms::ReadWrite,
         };
-        let loaded = pins.identity(&mount.host).map_err(SandboxError)?;
+        let loaded = pins.identity(&mount.host)?;
         // A first look by path, for a clear error before the guest runs; the check
         // that counts is on the opened descriptor (`check_preopen`).
         let now = std::fs::metadata(&mount.host)
-            .map_err(|e| SandboxError(format!("cannot open {}: {e}", mount.host.display())))?;
+            .map_err(|e| format!("cannot open {}: {e}", mount.host.display()))?;
         if loaded.is_some() && pin::identity_of(&now) != loaded {
-            return Err(SandboxError(pin::replaced(&mount.host, &mount.guest)));
+            return Err(pin::replaced(&mount.host, &mount.guest));
         }
         wasi.preopened_dir(&mount.host, &mount.guest, perms)
-            .map_err(|e| SandboxError(format!("cannot open {}: {e}", mount.host.display())))?;
+            .map_err(|e| format!("cannot open {}: {e}", mount.host.display()))?;
         state.preopens.push(*access == FsAccess::AddOnly);
         state
             .loaded
             .push((mount.host.clone(), mount.guest.clone(), loaded));
     }
     Ok(state)
+}
+
+/// Store data that has a call's filesystem: what this layer needs of it.
+pub(crate) trait HasFs {
+    /// wasmtime-wasi's filesystem, this layer's state and the call's descriptors.
+    fn fs_view(&mut self) -> FsView<'_>;
 }
 
 /// Marks [`view::FsView`] as the data `wasi:filesystem` functions get.
@@ -185,19 +194,10 @@ impl HasData for FsLayer {
 /// Adds this layer's WASI functions to the linker: all of `wasi:filesystem/types` and
 /// `wasi:filesystem/preopens`, shadowing wasmtime-wasi's (the caller allows it). The
 /// linker serves every semver-compatible 0.2 import from the one version registered.
-pub(crate) fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
-    types::add_to_linker::<Sandbox, FsLayer>(linker, fs_view)?;
-    preopens::add_to_linker::<Sandbox, FsLayer>(linker, fs_view)?;
+pub(crate) fn add_to_linker<T: HasFs + Send + 'static>(
+    linker: &mut Linker<T>,
+) -> wasmtime::Result<()> {
+    types::add_to_linker::<T, FsLayer>(linker, T::fs_view)?;
+    preopens::add_to_linker::<T, FsLayer>(linker, T::fs_view)?;
     Ok(())
-}
-
-fn fs_view(sandbox: &mut Sandbox) -> view::FsView<'_> {
-    view::FsView {
-        inner: WasiFilesystemCtxView {
-            ctx: sandbox.wasi.filesystem(),
-            table: &mut sandbox.table,
-        },
-        state: &mut sandbox.fs,
-        fds: &mut sandbox.fds,
-    }
 }

@@ -20,6 +20,10 @@
 //!
 //! Raw TCP (wasi:sockets) reaches only grants with `tcp = true`; every grant reaches
 //! HTTP(S) through wasi:http, where a read-only call sends GET, HEAD and OPTIONS only.
+//!
+//! This layer does not know the store's data type: the data implements [`HasNet`]
+//! (and wasi:http's `WasiHttpView`, through [`NetView::http`]), and [`add_to_linker`]
+//! is generic over it.
 
 mod addr;
 mod dns;
@@ -33,8 +37,10 @@ use std::time::{Duration, Instant};
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared};
 
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::sockets::SocketAddrUse;
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 use crate::grants::{Host, NetAccess, NetGrant};
 
@@ -96,12 +102,36 @@ pub(crate) fn configure(
     state
 }
 
+/// What the network layer sees of a call's store: its resource table and its state.
+pub(crate) struct NetView<'a> {
+    /// The call's resource table.
+    pub(crate) table: &'a mut ResourceTable,
+    /// The call's network state.
+    pub(crate) state: &'a mut NetState,
+}
+
+impl<'a> NetView<'a> {
+    /// wasi:http's view of the call, for the store data's `WasiHttpView`: its
+    /// requests go out through the call's policy.
+    pub(crate) fn http(self) -> WasiHttpCtxView<'a> {
+        WasiHttpCtxView {
+            ctx: &mut self.state.http,
+            table: self.table,
+            hooks: &mut self.state.hooks,
+        }
+    }
+}
+
+/// Store data that has a call's network: what this layer needs of it.
+pub(crate) trait HasNet: WasiHttpView {
+    /// The call's resource table and network state.
+    fn net_view(&mut self) -> NetView<'_>;
+}
+
 /// Adds this layer's WASI functions to the linker (shadowing wasmtime-wasi's): the
 /// checked name lookup, and wasi:http, so that components importing it load whether
 /// or not they are granted anything.
-pub(crate) fn add_to_linker(
-    linker: &mut wasmtime::component::Linker<crate::wasm::Sandbox>,
-) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker<T: HasNet + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     dns::add_to_linker(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
 }
