@@ -79,7 +79,6 @@
 
 mod content;
 mod error;
-mod hints;
 mod tool;
 
 #[doc(hidden)]
@@ -100,8 +99,8 @@ pub mod bindings {
 
 pub use content::{Content, Image};
 pub use error::ToolError;
-pub use hints::Hints;
 pub use piton_guest_sdk_macros::tool;
+pub use piton_wit::Hints;
 pub use tool::{Tool, ToolSpec};
 
 pub use schemars;

@@ -42,25 +42,11 @@ pub fn parse_args<T: DeserializeOwned>(args: &str) -> Result<T, ToolError> {
     if !value.is_object() {
         // Serde would take an array for a struct, field by field in order; the
         // schema says object, so anything else is a mistake worth reporting.
-        return Err(ToolError::input(format!(
-            "the arguments must be a JSON object, not {}",
-            json_kind(&value)
-        )));
+        return Err(ToolError::input(piton_wit::not_an_object(&value)));
     }
     // Going through `Value` keeps serde_json's "at line 1 column 9" out of the
     // message: the model wrote no lines.
     serde_path_to_error::deserialize(value).map_err(ToolError::input)
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Calls the tool's `hints_for` function on parsed arguments, or says `None`

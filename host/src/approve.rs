@@ -1,8 +1,8 @@
 //! Asking before calls: the seed's loop that asks before calls that are not
 //! read-only, as a hook on the [`Registry`](crate::registry::Registry).
 
-use crate::hints::Hints;
 use crate::tool::{Args, HintsTrust, Tool};
+use piton_wit::Hints;
 
 /// One call waiting for a decision.
 pub struct ApprovalRequest<'a> {
@@ -114,23 +114,25 @@ impl AllowByReadOnly {
 #[async_trait::async_trait]
 impl Approver for AllowByReadOnly {
     async fn approve(&self, request: &ApprovalRequest<'_>) -> Decision {
-        if request.hints.read_only && self.trusts(request) {
+        if request.hints.is_read_only() && self.trusts(request) {
             return Decision::Allow;
         }
         match &self.ask {
             Some(ask) => ask.approve(request).await,
-            None if request.hints.read_only => Decision::Deny(match request.tool.hints_trust() {
-                HintsTrust::Declared => format!(
-                    "`{}` says it is read-only, but MCP servers' hints are not trusted \
+            None if request.hints.is_read_only() => {
+                Decision::Deny(match request.tool.hints_trust() {
+                    HintsTrust::Declared => format!(
+                        "`{}` says it is read-only, but MCP servers' hints are not trusted \
                      (AllowByReadOnly without trust_mcp) and nobody was asked",
-                    request.tool.spec().name
-                ),
-                _ => format!(
-                    "`{}` says it is read-only, but a grant gives it raw TCP (tcp = true), \
+                        request.tool.spec().name
+                    ),
+                    _ => format!(
+                        "`{}` says it is read-only, but a grant gives it raw TCP (tcp = true), \
                      where read-only is not checked, and nobody was asked",
-                    request.tool.spec().name
-                ),
-            }),
+                        request.tool.spec().name
+                    ),
+                })
+            }
             None => Decision::Deny(format!(
                 "`{}` is not read-only for this call and nobody was asked",
                 request.tool.spec().name

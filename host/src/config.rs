@@ -26,13 +26,14 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 
 use crate::grants::{Grants, Mount, MountMode, NetGrant};
-use crate::hints::Hints;
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
 use crate::parse::{parse_duration, parse_net_grant, parse_size};
 use crate::tool::check_tool_name;
 use crate::upstream::config::{RawMcp, parse_mcp};
 pub use crate::upstream::config::{UpstreamConfig, UpstreamConnect};
+use piton_wit::Hint;
+use piton_wit::Hints;
 
 /// A parsed piton.toml.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -224,12 +225,7 @@ fn parse_tool(
         network.push(grant);
     }
     for name in raw.env.keys() {
-        if name.is_empty() || name.contains(['=', '\0']) {
-            return Err((
-                at("env"),
-                format!("{name:?} is not a variable name: no '=' or NUL, not empty"),
-            ));
-        }
+        piton_wit::check_env_name(name).map_err(|e| (at("env"), e.to_string()))?;
     }
     let mut limits = Limits::default();
     let size = |value: Option<String>, sub: &str, slot: &mut u64| -> Result<(), KeyError> {
@@ -375,39 +371,16 @@ impl HintOverrides {
     /// `hints` narrowed by these overrides; an override that would widen them is an
     /// error naming the key.
     pub fn narrow(self, hints: Hints) -> Result<Hints, String> {
-        let widen = |key: &str, value: bool| {
-            Err(format!(
-                "{key} = {value} would widen the tool's hints ({hints}); piton.toml can only narrow them"
-            ))
-        };
-        let mut h = hints;
-        match self.read_only {
-            Some(true) => h = Hints::read_only(h.open_world),
-            Some(false) if hints.read_only => return widen("read_only", false),
-            _ => {}
-        }
-        match self.destructive {
-            Some(false) => h.destructive = false,
-            Some(true) if !hints.destructive => return widen("destructive", true),
-            _ => {}
-        }
-        match self.idempotent {
-            Some(false) if h.read_only => {
-                return Err(
-                    "idempotent = false contradicts read_only: a read-only tool is idempotent"
-                        .to_owned(),
-                );
-            }
-            Some(false) => h.idempotent = false,
-            Some(true) if !hints.idempotent => return widen("idempotent", true),
-            _ => {}
-        }
-        match self.open_world {
-            Some(false) => h.open_world = false,
-            Some(true) if !hints.open_world => return widen("open_world", true),
-            _ => {}
-        }
-        h.validate().map_err(|e| e.to_string())
+        let given = [
+            (Hint::ReadOnly, self.read_only),
+            (Hint::Destructive, self.destructive),
+            (Hint::Idempotent, self.idempotent),
+            (Hint::OpenWorld, self.open_world),
+        ];
+        let claims = given
+            .into_iter()
+            .filter_map(|(hint, value)| Some((hint, value?)));
+        hints.narrow(claims).map_err(|e| e.to_string())
     }
 }
 
@@ -581,7 +554,7 @@ mod tests {
     #[test]
     fn hint_overrides_only_narrow() {
         let worst = Hints::default();
-        let ro = Hints::read_only(false);
+        let ro = Hints::read_only().open_world(false);
         let o = |read_only, destructive, idempotent, open_world| HintOverrides {
             read_only,
             destructive,
@@ -593,7 +566,9 @@ mod tests {
         let narrowed = o(None, Some(false), None, Some(false))
             .narrow(worst)
             .unwrap();
-        assert!(!narrowed.destructive && !narrowed.open_world && !narrowed.read_only);
+        assert!(
+            !narrowed.is_destructive() && !narrowed.is_open_world() && !narrowed.is_read_only()
+        );
         // Repeating the tool's own value is fine.
         assert_eq!(
             o(Some(true), Some(false), Some(true), Some(false)).narrow(ro),

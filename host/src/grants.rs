@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::hints::Hints;
+use piton_wit::Hints;
 
 /// A host folder made visible to a tool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -186,7 +186,7 @@ impl Grants {
     /// The capabilities of a call with `hints`: the grants bounded by the hints, so a
     /// grant never exceeds what the hints allow.
     pub fn for_call(&self, hints: Hints) -> Capabilities {
-        let access = |mode: MountMode| match (mode, hints.read_only, hints.destructive) {
+        let access = |mode: MountMode| match (mode, hints.is_read_only(), hints.is_destructive()) {
             (MountMode::Read, _, _) | (MountMode::Write, true, _) => FsAccess::ReadOnly,
             (MountMode::Write, false, false) => FsAccess::AddOnly,
             (MountMode::Write, false, true) => FsAccess::ReadWrite,
@@ -197,12 +197,12 @@ impl Grants {
                 .iter()
                 .map(|m| (m.clone(), access(m.mode)))
                 .collect(),
-            network: if hints.open_world {
+            network: if hints.is_open_world() {
                 self.network.clone()
             } else {
                 Vec::new()
             },
-            net_access: if hints.read_only {
+            net_access: if hints.is_read_only() {
                 NetAccess::ReadOnly
             } else {
                 NetAccess::Full
@@ -253,11 +253,8 @@ mod tests {
 
     #[test]
     fn hints_bound_the_grants() {
-        let h = |read_only, destructive, open_world| Hints {
-            read_only,
-            destructive,
-            idempotent: read_only,
-            open_world,
+        let h = |read_only, destructive, open_world| {
+            Hints::new(read_only, destructive, read_only, open_world).unwrap()
         };
         use FsAccess::*;
         let (ro, full) = (NetAccess::ReadOnly, NetAccess::Full);

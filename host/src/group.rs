@@ -36,9 +36,9 @@ enum SchemaCheck {
 
 impl CheckedTool {
     /// Checks `tool` for a registry: its name matches `[A-Za-z0-9_-]{1,64}`, its
-    /// description and input schema fit [`check_spec_size`], its input schema is an
-    /// object schema (every call is checked against all of it), and its hints agree
-    /// with each other. The error says what is wrong.
+    /// description and input schema fit [`check_spec_size`], and its input schema is
+    /// an object schema (every call is checked against all of it). The error says
+    /// what is wrong.
     pub fn new(tool: DynTool) -> Result<Self, String> {
         Self::check(tool, SchemaCheck::Whole)
     }
@@ -58,9 +58,6 @@ impl CheckedTool {
             SchemaCheck::Whole => InputSchema::new(&spec.input_schema)?,
             SchemaCheck::RequiredOnly => InputSchema::required_only(&spec.input_schema)?,
         };
-        tool.hints()
-            .validate()
-            .map_err(|e| format!("its hints: {e}"))?;
         Ok(Self { tool, schema })
     }
 

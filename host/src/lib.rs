@@ -36,7 +36,6 @@ pub mod config;
 mod error;
 pub mod grants;
 mod group;
-mod hints;
 mod limits;
 pub mod loader;
 mod parse;
@@ -54,8 +53,8 @@ pub mod wasm;
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use error::{CallError, LoadError, LoadErrorKind, Trap};
 pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup};
-pub use hints::{Hints, HintsError};
 pub use limits::{Limits, OnTrap, format_size};
+pub use piton_wit::{Hints, HintsError};
 pub use registry::{Listing, Registry};
 pub use source::ToolSource;
 pub use tool::{

@@ -103,18 +103,16 @@ pub(crate) fn parse_net_grant(
     let mut parsed = Vec::new();
     for (name, template) in headers {
         let sub = format!(".headers.{name}");
-        let valid_name = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-        if !valid_name {
+        if !piton_wit::is_header_name(name) {
             return Err((sub, format!("{name:?} is not an HTTP header name")));
         }
         let value = parse_env_template(template, env).map_err(|m| (sub.clone(), m))?;
-        if value.contains(['\r', '\n', '\0']) {
+        if !piton_wit::is_header_value(&value) {
             return Err((
                 sub,
-                "the value has a line break or NUL; HTTP headers cannot carry one".to_owned(),
+                "the value has a line break, NUL or other control character; HTTP headers \
+                 cannot carry one"
+                    .to_owned(),
             ));
         }
         parsed.push((name.clone(), Secret(value)));

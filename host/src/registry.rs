@@ -9,8 +9,8 @@ use serde_json::Value;
 use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::error::{CallError, LoadError, LoadErrorKind};
 use crate::group::{CheckedTool, DynGroup, ToolGroup};
-use crate::hints::Hints;
 use crate::tool::{Args, DynTool, Tool, ToolError, ToolResult};
+use piton_wit::Hints;
 
 /// Every tool by name: the seed's `tool_map`.
 ///
@@ -54,7 +54,7 @@ impl Registry {
     }
 
     /// Adds a tool. It must pass [`CheckedTool::new`] (name, sizes, an object input
-    /// schema, hints that agree with each other), and no other tool may have its name
+    /// schema), and no other tool may have its name
     /// nor a group its `{group}__` name space: a duplicate is an error naming both
     /// sources, never a silent override.
     pub fn add(&mut self, tool: impl Tool + 'static) -> Result<(), LoadError> {
@@ -266,7 +266,7 @@ impl Registry {
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.
         match entry.tool().call(&args, hints).await {
-            Err(CallError::Host { message, .. }) if hints.idempotent => {
+            Err(CallError::Host { message, .. }) if hints.is_idempotent() => {
                 tracing::warn!(tool = name, %message, "host fault in an idempotent call; retrying once");
                 entry.tool().call(&args, hints).await
             }
@@ -315,7 +315,7 @@ impl Registry {
 /// it is not asked (this saves an instance per call).
 async fn call_hints(tool: &dyn Tool, args: &Args) -> Result<Hints, CallError> {
     let bound = tool.hints();
-    if bound == Hints::read_only(false) {
+    if bound == Hints::read_only().open_world(false) {
         return Ok(bound);
     }
     let Some(answer) = tool.hints_for(args).await? else {
@@ -334,13 +334,5 @@ async fn call_hints(tool: &dyn Tool, args: &Args) -> Result<Hints, CallError> {
 }
 
 fn not_an_object(args: &Value) -> ToolError {
-    let kind = match args {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
-    ToolError::Input(format!("the arguments must be a JSON object, not {kind}"))
+    ToolError::Input(piton_wit::not_an_object(args))
 }

@@ -7,9 +7,9 @@ use serde_json::{Map, Value};
 
 use crate::error::CallError;
 use crate::grants::Capabilities;
-use crate::hints::Hints;
 use crate::limits::{Limits, OnTrap};
 use crate::source::ToolSource;
+use piton_wit::Hints;
 
 /// The arguments of one call: a JSON object.
 pub type Args = Map<String, Value>;
@@ -197,34 +197,13 @@ pub trait Tool: Send + Sync {
 /// A shared tool.
 pub type DynTool = Arc<dyn Tool>;
 
-/// Checks a tool name against `[A-Za-z0-9_-]{1,64}`.
+/// Checks a tool name against `[A-Za-z0-9_-]{1,64}` ([`piton_wit::check_tool_name`]);
+/// the message does not echo a long name, which a guest may make megabytes long.
 pub fn check_tool_name(name: &str) -> Result<(), String> {
-    if name.len() > 64 {
-        // Not echoed: a guest's name may be megabytes long.
-        return Err(format!(
-            "tool name of {} bytes is not allowed: use 1 to 64 letters, digits, '_' or '-'",
-            name.len()
-        ));
-    }
-    let ok = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "tool name {name:?} is not allowed: use 1 to 64 letters, digits, '_' or '-'"
-        ))
-    }
+    piton_wit::check_tool_name(name).map_err(|e| e.to_string())
 }
 
-/// The most bytes a tool's description may have: 64 KiB. A longer one is refused
-/// at load (a wasm plugin is not loaded; an upstream server's tool is left out).
-pub const MAX_DESCRIPTION: usize = 64 * 1024;
-
-/// The most bytes a tool's input schema may have as JSON text: 256 KiB.
-pub const MAX_INPUT_SCHEMA: usize = 256 * 1024;
+pub use piton_wit::{MAX_DESCRIPTION, MAX_INPUT_SCHEMA};
 
 /// Checks the sizes a spec may carry: a description of at most [`MAX_DESCRIPTION`]
 /// bytes and an input schema of at most [`MAX_INPUT_SCHEMA`] bytes of JSON text

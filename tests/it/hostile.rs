@@ -155,12 +155,7 @@ async fn wider_hints_for_answers_are_clamped_to_the_tool_hints() {
     let tool_hints = registry.get("hints_wider").unwrap().hints();
     assert_eq!(
         tool_hints,
-        Hints {
-            read_only: false,
-            destructive: false,
-            idempotent: false,
-            open_world: false
-        }
+        Hints::worst().destructive(false).open_world(false)
     );
     let call_hints = registry
         .hints_for("hints_wider", &Args::new())

@@ -24,7 +24,7 @@ async fn a_component_reads_its_spec_and_hints_at_load() {
         spec.input_schema["properties"]["text"]["description"],
         "The text to count"
     );
-    assert_eq!(tool.hints(), Hints::read_only(false));
+    assert_eq!(tool.hints(), Hints::read_only().open_world(false));
     assert_eq!(tool.source(), ToolSource::File(examples::WORD_COUNT.into()));
     assert!(
         tool.info().imports.iter().any(|i| i.starts_with("wasi:")),

@@ -113,22 +113,20 @@ fn bad_names_schemas_and_hints_do_not_register() {
     bad_name.spec.name = "has space".into();
     let mut bad_schema = recorder("s", true, &log);
     bad_schema.spec.input_schema = json!({"type": "string"});
-    let mut bad_hints = recorder("h", true, &log);
-    bad_hints.hints = Hints {
-        read_only: true,
-        destructive: true,
-        idempotent: true,
-        open_world: false,
-    };
     for (tool, expected) in [
         (bad_name, "tool name \"has space\" is not allowed"),
         (bad_schema, "the input schema must describe an object"),
-        (bad_hints, "hints contradict each other"),
     ] {
         let error = registry.add(tool).unwrap_err();
         assert!(error.to_string().contains(expected), "{error}");
     }
     assert!(registry.is_empty());
+    // Hints that contradict each other cannot even be made, so no tool has them.
+    let error = Hints::new(true, true, true, false).unwrap_err();
+    assert!(
+        error.to_string().contains("hints contradict each other"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -205,10 +203,7 @@ async fn only_idempotent_calls_are_retried_once_after_a_host_fault() {
         registry
             .add(Flaky {
                 spec: recorder("flaky", true, &log()).spec,
-                hints: Hints {
-                    idempotent,
-                    ..Hints::default()
-                },
+                hints: Hints::default().idempotent(idempotent),
                 calls: calls.clone(),
             })
             .unwrap();

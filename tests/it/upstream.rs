@@ -180,7 +180,7 @@ async fn tools_join_as_server_tool_with_declared_hints_and_connect_lazily() {
     assert!(!names.iter().any(|n| n.contains("has.dot")), "{names:?}");
 
     let add = registry.find("up__add").await.expect("found");
-    assert_eq!(add.hints(), Hints::read_only(false));
+    assert_eq!(add.hints(), Hints::read_only().open_world(false));
     assert_eq!(add.hints_trust(), HintsTrust::Declared);
     assert_eq!(add.source(), ToolSource::Mcp("up".into()));
     // No annotations: the seed's worst case.
@@ -397,7 +397,7 @@ async fn a_lost_connection_stops_the_run_and_the_next_call_reconnects() {
     );
     // piton's own hints travel as annotations and come back as declared hints.
     let tool = registry.find("inner__word_count").await.expect("found");
-    assert_eq!(tool.hints(), Hints::read_only(false));
+    assert_eq!(tool.hints(), Hints::read_only().open_world(false));
     assert_eq!(tool.hints_trust(), HintsTrust::Declared);
 
     let pid = std::fs::read_to_string(&pid_file).expect("pid written");

@@ -19,13 +19,7 @@ pub(crate) struct Options {
 }
 
 /// The tool's own hints, with the seed's defaults applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Hints {
-    pub(crate) read_only: bool,
-    pub(crate) destructive: bool,
-    pub(crate) idempotent: bool,
-    pub(crate) open_world: bool,
-}
+pub(crate) use piton_wit::Hints;
 
 /// A bool option, with the option as written for errors.
 #[derive(Clone)]
@@ -99,15 +93,17 @@ impl Raw {
     /// decides `destructive` and `idempotent`, so contradicting it is an error.
     fn hints(&self) -> syn::Result<Hints> {
         let given = |flag: &Option<Flag>, default| flag.as_ref().map_or(default, |flag| flag.value);
-        let open_world = given(&self.open_world, true);
-        if !given(&self.read_only, false) {
-            return Ok(Hints {
-                read_only: false,
-                destructive: given(&self.destructive, true),
-                idempotent: given(&self.idempotent, false),
-                open_world,
-            });
-        }
+        let read_only = given(&self.read_only, false);
+        let hints = Hints::new(
+            read_only,
+            given(&self.destructive, !read_only),
+            given(&self.idempotent, read_only),
+            given(&self.open_world, true),
+        );
+        let contradiction = match hints {
+            Ok(hints) => return Ok(hints),
+            Err(contradiction) => contradiction,
+        };
         let mut errors = Errors::default();
         if let Some(flag) = self.destructive.as_ref().filter(|flag| flag.value) {
             errors.push(Err(syn::Error::new_spanned(
@@ -124,21 +120,13 @@ impl Raw {
             )));
         }
         errors.finish()?;
-        Ok(Hints {
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-            open_world,
-        })
+        Err(syn::Error::new(Span::call_site(), contradiction))
     }
 }
 
 /// Checks a tool name against the `[A-Za-z0-9_-]{1,64}` of `piton:tool`.
 pub(crate) fn check_name(name: &str, span: Span) -> syn::Result<()> {
-    let valid_chars = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if valid_chars && (1..=64).contains(&name.len()) {
+    if piton_wit::check_tool_name(name).is_ok() {
         return Ok(());
     }
     Err(syn::Error::new(
@@ -270,12 +258,7 @@ mod tests {
     }
 
     fn hint(read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> Hints {
-        Hints {
-            read_only,
-            destructive,
-            idempotent,
-            open_world,
-        }
+        Hints::new(read_only, destructive, idempotent, open_world).unwrap()
     }
 
     #[test]

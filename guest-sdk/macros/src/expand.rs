@@ -166,13 +166,12 @@ fn args_struct(params: &[Param], docs: &Docs) -> TokenStream {
 }
 
 fn hints(hints: Hints) -> TokenStream {
-    let Hints {
-        read_only,
-        destructive,
-        idempotent,
-        open_world,
-    } = hints;
-    if read_only {
+    let (destructive, idempotent, open_world) = (
+        hints.is_destructive(),
+        hints.is_idempotent(),
+        hints.is_open_world(),
+    );
+    if hints.is_read_only() {
         quote!(::piton_guest_sdk::Hints::read_only().open_world(#open_world))
     } else {
         quote! {

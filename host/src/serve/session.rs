@@ -227,10 +227,10 @@ fn mcp_tool(tool: &DynTool) -> WireTool {
     WireTool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(
         ToolAnnotations::from_raw(
             None,
-            Some(hints.read_only),
-            Some(hints.destructive),
-            Some(hints.idempotent),
-            Some(hints.open_world),
+            Some(hints.is_read_only()),
+            Some(hints.is_destructive()),
+            Some(hints.is_idempotent()),
+            Some(hints.is_open_world()),
         ),
     )
 }

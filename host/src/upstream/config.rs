@@ -158,12 +158,7 @@ pub(crate) fn parse_mcp(
             };
             let mut vars = BTreeMap::new();
             for (var, value) in raw.env.unwrap_or_default() {
-                if var.is_empty() || var.contains(['=', '\0']) {
-                    return Err((
-                        at("env"),
-                        format!("{var:?} is not a variable name: no '=' or NUL, not empty"),
-                    ));
-                }
+                piton_wit::check_env_name(&var).map_err(|e| (at("env"), e.to_string()))?;
                 let value =
                     parse_env_template(&value, env).map_err(|m| (at(&format!("env.{var}")), m))?;
                 vars.insert(var, value);

@@ -6,8 +6,8 @@ use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, ToolAnnotations};
 use serde_json::Value;
 
-use crate::hints::Hints;
 use crate::tool::{Content, ToolError, ToolResult};
+use piton_wit::Hints;
 
 /// Hints from MCP annotations, with the seed's worst case for each one left out and
 /// read-only implying not destructive and idempotent.
@@ -15,14 +15,12 @@ pub(super) fn hints_of(annotations: Option<&ToolAnnotations>) -> Hints {
     let given = annotations.cloned().unwrap_or_default();
     let open_world = given.open_world_hint.unwrap_or(true);
     if given.read_only_hint == Some(true) {
-        Hints::read_only(open_world)
+        Hints::read_only().open_world(open_world)
     } else {
-        Hints {
-            read_only: false,
-            destructive: given.destructive_hint.unwrap_or(true),
-            idempotent: given.idempotent_hint.unwrap_or(false),
-            open_world,
-        }
+        Hints::worst()
+            .destructive(given.destructive_hint.unwrap_or(true))
+            .idempotent(given.idempotent_hint.unwrap_or(false))
+            .open_world(open_world)
     }
 }
 
@@ -124,14 +122,14 @@ mod tests {
         assert_eq!(hints_of(None), Hints::default());
         let read_only =
             ToolAnnotations::from_raw(None, Some(true), Some(true), Some(false), Some(false));
-        assert_eq!(hints_of(Some(&read_only)), Hints::read_only(false));
+        assert_eq!(
+            hints_of(Some(&read_only)),
+            Hints::read_only().open_world(false)
+        );
         let only_idempotent = ToolAnnotations::from_raw(None, None, None, Some(true), None);
         assert_eq!(
             hints_of(Some(&only_idempotent)),
-            Hints {
-                idempotent: true,
-                ..Hints::default()
-            }
+            Hints::default().idempotent(true)
         );
     }
 

@@ -125,16 +125,16 @@ impl UpstreamServer {
                     "header {key} is set by the MCP transport itself; remove it from `headers`"
                 )));
             }
-            reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|_| {
-                fail(format!(
+            if !piton_wit::is_header_name(key) {
+                return Err(fail(format!(
                     "header name {key:?} is not a valid HTTP header name"
-                ))
-            })?;
-            reqwest::header::HeaderValue::from_str(value).map_err(|_| {
-                fail(format!(
+                )));
+            }
+            if !piton_wit::is_header_value(value) {
+                return Err(fail(format!(
                     "the value of header {key} is not a valid HTTP header value"
-                ))
-            })?;
+                )));
+            }
         }
         Self::new(
             name,

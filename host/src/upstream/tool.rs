@@ -9,9 +9,9 @@ use super::connection::Connection;
 use super::convert::hints_of;
 use crate::error::CallError;
 use crate::group::CheckedTool;
-use crate::hints::Hints;
 use crate::source::ToolSource;
 use crate::tool::{Args, HintsTrust, Tool, ToolResult, ToolSpec};
+use piton_wit::Hints;
 
 /// A tool of an upstream MCP server: the seed's `MCPTool`.
 pub struct UpstreamTool {

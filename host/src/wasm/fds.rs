@@ -11,6 +11,9 @@
 //! Descriptors and sockets are counted while they sit in the call's resource table: a
 //! count is given back when the next open finds the table entry gone, and all of them
 //! when the call ends. HTTP connections give theirs back when the connection closes.
+//!
+//! This layer does not know the store's data type: the data implements [`HasFds`],
+//! and [`add_to_linker`] is generic over it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -21,8 +24,6 @@ use wasmtime_wasi::p2::bindings::sockets::network::{self, ErrorCode, IpAddressFa
 use wasmtime_wasi::p2::bindings::sockets::tcp_create_socket;
 use wasmtime_wasi::p2::{SocketError, SocketResult, TcpSocket};
 use wasmtime_wasi::sockets::WasiSocketsCtxView;
-
-use super::Sandbox;
 
 /// The most files, directories, sockets and HTTP connections one call may have open,
 /// when the process's open-file limit allows every instance as many (see [`Budget`]).
@@ -221,9 +222,17 @@ impl HasData for SocketLayer {
 }
 
 /// wasmtime-wasi's sockets, and the call's descriptors.
-struct SocketView<'a> {
-    inner: WasiSocketsCtxView<'a>,
-    fds: &'a mut CallFds,
+pub(crate) struct SocketView<'a> {
+    /// wasmtime-wasi's sockets context and the call's resource table.
+    pub(crate) inner: WasiSocketsCtxView<'a>,
+    /// The call's open descriptors.
+    pub(crate) fds: &'a mut CallFds,
+}
+
+/// Store data that has the call's descriptors: what this layer needs of it.
+pub(crate) trait HasFds {
+    /// The sockets and descriptors `tcp-create-socket` works on.
+    fn socket_view(&mut self) -> SocketView<'_>;
 }
 
 impl network::Host for SocketView<'_> {
@@ -262,14 +271,8 @@ impl tcp_create_socket::Host for SocketView<'_> {
 
 /// Shadows `wasi:sockets/tcp-create-socket` with the counted version (the caller
 /// allows shadowing).
-pub(crate) fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
-    tcp_create_socket::add_to_linker::<Sandbox, SocketLayer>(linker, |sandbox| SocketView {
-        inner: WasiSocketsCtxView {
-            ctx: sandbox.wasi.sockets(),
-            table: &mut sandbox.table,
-        },
-        fds: &mut sandbox.fds,
-    })
+pub(crate) fn add_to_linker<T: HasFds + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    tcp_create_socket::add_to_linker::<T, SocketLayer>(linker, T::socket_view)
 }
 
 #[cfg(test)]

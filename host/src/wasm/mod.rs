@@ -13,5 +13,4 @@ mod sandbox;
 mod tool;
 
 pub use runtime::{RuntimeConfig, RuntimeError, WasmRuntime};
-pub(crate) use sandbox::{Sandbox, SandboxError};
 pub use tool::WasmTool;

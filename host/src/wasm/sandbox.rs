@@ -1,10 +1,18 @@
 //! The state of one call's store: a WASI context that grants nothing, captured
-//! output, and the memory limiter.
+//! output, and the memory limiter; and the filesystem, network and descriptor layers
+//! ([`super::fs`], [`super::net`], [`super::fds`]), each given its part of the store
+//! through its `Has*` trait. Those layers do not know this type.
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
+use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
+use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
+use super::fds::{CallFds, HasFds, SocketView};
+use super::fs::{FsState, FsView, HasFs, Pins};
+use super::net::{HasNet, NetState, NetView};
 use super::output::CapturedOutput;
 use crate::grants::Capabilities;
 use crate::limits::Limits;
@@ -31,11 +39,11 @@ pub(crate) struct Sandbox {
     pub(crate) stdout: CapturedOutput,
     pub(crate) stderr: CapturedOutput,
     /// The call's mounts and what it did in them (add-only bookkeeping).
-    pub(crate) fs: super::fs::FsState,
+    pub(crate) fs: FsState,
     /// The hosts the call may reach (sockets, DNS, HTTP).
-    pub(crate) net: super::net::NetState,
+    pub(crate) net: NetState,
     /// The files, sockets and connections the call has open.
-    pub(crate) fds: super::fds::CallFds,
+    pub(crate) fds: CallFds,
 }
 
 /// Why a sandbox could not be built (a granted folder vanished, say).
@@ -52,7 +60,7 @@ impl Sandbox {
     pub(crate) fn new(
         limits: &Limits,
         caps: &Capabilities,
-        pins: &super::fs::Pins,
+        pins: &Pins,
     ) -> Result<Self, SandboxError> {
         let stdout = CapturedOutput::new(limits.max_log);
         let stderr = CapturedOutput::new(limits.max_log);
@@ -67,9 +75,10 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }))
             .envs(&caps.env);
-        let fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)?;
+        let fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)
+            .map_err(SandboxError)?;
         let mut net = super::net::configure(&mut wasi, &caps.network, caps.net_access);
-        let fds = super::fds::CallFds::default();
+        let fds = CallFds::default();
         net.http.set_field_size_limit(MAX_FIELDS_SIZE);
         net.hooks.count_connections(fds.counter());
         let mut table = ResourceTable::new();
@@ -92,6 +101,46 @@ impl WasiView for Sandbox {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl HasFs for Sandbox {
+    fn fs_view(&mut self) -> FsView<'_> {
+        FsView {
+            inner: WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            state: &mut self.fs,
+            fds: &mut self.fds,
+        }
+    }
+}
+
+impl HasNet for Sandbox {
+    fn net_view(&mut self) -> NetView<'_> {
+        NetView {
+            table: &mut self.table,
+            state: &mut self.net,
+        }
+    }
+}
+
+impl WasiHttpView for Sandbox {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        self.net_view().http()
+    }
+}
+
+impl HasFds for Sandbox {
+    fn socket_view(&mut self) -> SocketView<'_> {
+        SocketView {
+            inner: WasiSocketsCtxView {
+                ctx: self.wasi.sockets(),
+                table: &mut self.table,
+            },
+            fds: &mut self.fds,
         }
     }
 }

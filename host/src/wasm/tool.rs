@@ -16,12 +16,12 @@ use super::sandbox::Sandbox;
 use crate::config::ToolConfig;
 use crate::error::{CallError, LoadError, LoadErrorKind, Trap};
 use crate::grants::{Capabilities, Grants};
-use crate::hints::Hints;
 use crate::limits::{Limits, OnTrap};
 use crate::source::ToolSource;
 use crate::tool::{
     Args, ComponentInfo, Content, HintsTrust, SandboxReport, Tool, ToolError, ToolResult, ToolSpec,
 };
+use piton_wit::Hints;
 
 /// A wasm tool: its spec and hints, read once at load, and its pre-linked component.
 pub struct WasmTool {
@@ -211,7 +211,6 @@ impl WasmRuntime {
             parallel: spec.parallel,
         };
         tool.hints = from_wit_hints(hints)
-            .validate()
             .map_err(|e| fail(LoadErrorKind::Invalid(format!("its hints: {e}"))))?;
         Ok(tool)
     }
@@ -444,7 +443,7 @@ impl Tool for WasmTool {
     /// `tcp = true`): nothing checks what it sends there, so a read-only call is
     /// only declared read-only.
     fn hints_trust(&self) -> HintsTrust {
-        if self.hints.open_world && self.grants.network.iter().any(|g| g.tcp) {
+        if self.hints.is_open_world() && self.grants.network.iter().any(|g| g.tcp) {
             HintsTrust::Unenforced
         } else {
             HintsTrust::Enforced
@@ -481,7 +480,6 @@ impl Tool for WasmTool {
         answer
             .map(|hints| {
                 from_wit_hints(hints)
-                    .validate()
                     .map_err(|e| self.guest_trap(format!("hints-for returned {e}")))
             })
             .transpose()
@@ -530,13 +528,8 @@ impl WasmTool {
     }
 }
 
-fn from_wit_hints(h: bindings::ToolHints) -> Hints {
-    Hints {
-        read_only: h.read_only,
-        destructive: h.destructive,
-        idempotent: h.idempotent,
-        open_world: h.open_world,
-    }
+fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, crate::HintsError> {
+    Hints::new(h.read_only, h.destructive, h.idempotent, h.open_world)
 }
 
 /// The innermost cause of a wasmtime error: the trap or the reason, without the

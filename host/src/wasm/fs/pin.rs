@@ -15,7 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::Identity;
+/// What a file or folder is: its device and inode, as wasmtime-wasi's metadata hash.
+pub(super) type Identity = (u64, u64);
 
 /// One mount's folder, held open since load.
 #[derive(Clone, Debug)]

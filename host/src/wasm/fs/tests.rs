@@ -12,6 +12,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
+use super::state::Node;
 use super::view::FsView;
 use super::*;
 use crate::grants::MountMode;

@@ -15,8 +15,9 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 
+use super::pin::Identity;
 use super::quota::QuotaExceeded;
-use super::{FsState, Identity, Node};
+use super::state::{FsState, Node};
 
 /// The filesystem functions' view of one call: wasmtime-wasi's, plus the add-only
 /// bookkeeping.

@@ -21,16 +21,19 @@ use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::{
 use wasmtime_wasi::p2::bindings::sockets::network::{self, ErrorCode, IpAddress};
 use wasmtime_wasi::p2::{DynPollable, Network, Pollable, SocketError, subscribe};
 
-use super::Policy;
-use crate::wasm::Sandbox;
+use super::policy::Policy;
+use super::view::HasNet;
 
 /// Adds the checked ip-name-lookup interface, shadowing wasmtime-wasi's.
-pub(super) fn add_to_linker(
-    linker: &mut wasmtime::component::Linker<Sandbox>,
+pub(super) fn add_to_linker<T: HasNet + 'static>(
+    linker: &mut wasmtime::component::Linker<T>,
 ) -> wasmtime::Result<()> {
-    ip_name_lookup::add_to_linker::<Sandbox, NameLookup>(linker, |sandbox| LookupView {
-        table: &mut sandbox.table,
-        policy: &sandbox.net.policy,
+    ip_name_lookup::add_to_linker::<T, NameLookup>(linker, |data| {
+        let view = data.net_view();
+        LookupView {
+            table: view.table,
+            policy: &view.state.policy,
+        }
     })
 }
 

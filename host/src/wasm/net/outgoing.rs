@@ -27,30 +27,17 @@ use http_body_util::BodyExt;
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::{self, pki_types::ServerName};
 use wasmtime_wasi_http::io::TokioIo;
-use wasmtime_wasi_http::{
-    Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
-};
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::addr::{AddrClass, classify};
-use super::{Policy, same_name};
+use super::policy::{Policy, same_name};
 use crate::grants::{Host, NetAccess, NetGrant};
-use crate::wasm::Sandbox;
 use crate::wasm::fds::{FdCounter, FdToken};
 
 /// Waits longer than these only when the guest's request options ask for it; the
 /// call's deadline bounds everything anyway.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
-
-impl WasiHttpView for Sandbox {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.net.http,
-            table: &mut self.table,
-            hooks: &mut self.net.hooks,
-        }
-    }
-}
 
 /// How wasi:http sends a call's requests: through its policy.
 pub(crate) struct Hooks {
@@ -422,7 +409,7 @@ mod tests {
             headers: secret(),
             tcp: false,
         };
-        let resolver: super::super::Resolver =
+        let resolver: super::super::policy::Resolver =
             Arc::new(|_| Ok(vec![IpAddr::from([93, 184, 215, 14])]));
         let policy = Policy::with_resolver(
             &[
