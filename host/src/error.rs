@@ -9,6 +9,7 @@ use crate::source::ToolSource;
 /// A trap is a bug in the tool (the seed: "an exception stops the run"); the CLI
 /// exits 3 and MCP answers with a JSON-RPC error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// No tool has this name.
     #[error("unknown tool `{name}`; known tools: {}", known_list(.known))]
@@ -65,6 +66,7 @@ fn known_list(known: &[String]) -> String {
 
 /// What a trap was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Trap {
     /// The call ran past its deadline.
     #[error("exceeded its deadline of {0:?} and was stopped")]
@@ -103,6 +105,7 @@ pub struct LoadError {
 
 /// The reason in a [`LoadError`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadErrorKind {
     /// The file could not be read.
     #[error("cannot read the file: {0}")]

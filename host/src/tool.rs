@@ -88,6 +88,7 @@ pub const DONE: &str = "(done)";
 
 /// A failure the model sees as an error result; the run goes on.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolError {
     /// The arguments are wrong (the seed's `ToolInputError`).
     #[error("(input error: {0})")]
