@@ -240,3 +240,65 @@ async fn a_tool_of_another_piton_tool_version_is_one_line_naming_both() {
          use a piton that loads 0.9.0"
     );
 }
+
+/// A piton.toml in its own folder whose `[mcp.inner]` runs `piton serve` on `folder`,
+/// with `extra` lines added to the section.
+fn config_serving(folder: &Path, extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = format!(
+        "[mcp.inner]\ncommand = {:?}\nargs = [\"serve\", \"--plugins\", {:?}]\nenv = {{ PITON_CACHE_DIR = {:?} }}\n{extra}",
+        env!("CARGO_BIN_EXE_piton"),
+        folder.display().to_string(),
+        cache_dir().display().to_string(),
+    );
+    std::fs::write(dir.path().join("piton.toml"), text).expect("write piton.toml");
+    dir
+}
+
+#[tokio::test]
+async fn a_reload_keeps_an_unchanged_upstream_server_and_its_connection() {
+    let served = plugins_folder(&[("word_count.wasm", examples::WORD_COUNT)]);
+    let empty = tempfile::tempdir().expect("temp dir");
+    let config = config_serving(served.path(), "");
+    let loader = Loader::new(runtime().clone(), PluginsAt::Folder(empty.path().into()))
+        .with_config_file(Some(config.path().join("piton.toml")));
+    let first = loader.load().await.expect("loads");
+    assert_eq!(
+        call_ok(
+            &first.registry,
+            "inner__word_count",
+            serde_json::json!({"text": "a b"})
+        )
+        .await,
+        ["2"]
+    );
+
+    // Loaded again with the section unchanged: the same server, already listed
+    // over the connection made above, so its tools are known without connecting.
+    let again = loader.load().await.expect("loads again");
+    assert_eq!(again.registry.names(), ["inner__word_count"]);
+
+    // A changed section is a new server: nothing is known until it connects.
+    std::fs::write(
+        config.path().join("piton.toml"),
+        std::fs::read_to_string(config.path().join("piton.toml")).expect("read")
+            + "timeout = \"30s\"\n",
+    )
+    .expect("change piton.toml");
+    let changed = loader.load().await.expect("loads the changed file");
+    assert!(
+        changed.registry.names().is_empty(),
+        "{:?}",
+        changed.registry.names()
+    );
+    assert_eq!(
+        call_ok(
+            &changed.registry,
+            "inner__word_count",
+            serde_json::json!({"text": "a b c"})
+        )
+        .await,
+        ["3"]
+    );
+    loader.close().await;
+}
