@@ -115,10 +115,10 @@ impl Filter {
         folders
     }
 
-    /// Whether `path` is a watched file (or where one leads), or the plugins folder
-    /// itself (moved away).
+    /// Whether `path` is a watched file (or where one leads), or a watched folder
+    /// itself (moved away, removed, made again).
     fn matches(&self, path: &Path) -> bool {
-        if path == self.folder {
+        if self.folders().iter().any(|folder| folder == path) {
             return true;
         }
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
@@ -155,10 +155,26 @@ impl Filter {
     }
 }
 
-/// `path` with links and `..` resolved, as the watchers report it; as given when it
-/// cannot be resolved (it does not exist).
+/// `path` with links and `..` resolved, as the watchers report it. A path that does
+/// not exist (yet) keeps its missing part as given, under its nearest resolved
+/// ancestor.
 fn resolved(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    if let Ok(path) = std::fs::canonicalize(path) {
+        return path;
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    while let Some(parent) = at.parent() {
+        if let Some(name) = at.file_name() {
+            rest.push(name.to_owned());
+        }
+        if let Ok(found) = std::fs::canonicalize(parent) {
+            return rest.iter().rev().fold(found, |path, name| path.join(name));
+        }
+        at = parent;
+    }
+    absolute
 }
 
 /// Watches a plugins folder ([`Watched`]) and says when its files changed.
@@ -188,6 +204,13 @@ impl AnyWatcher {
         match self {
             Self::Native(watcher) => watcher.watch(folder, RecursiveMode::NonRecursive),
             Self::Polling(watcher) => watcher.watch(folder, RecursiveMode::NonRecursive),
+        }
+    }
+
+    fn unwatch(&mut self, folder: &Path) -> notify::Result<()> {
+        match self {
+            Self::Native(watcher) => watcher.unwatch(folder),
+            Self::Polling(watcher) => watcher.unwatch(folder),
         }
     }
 }
@@ -280,8 +303,40 @@ impl FolderWatch {
             folders,
             settle,
         };
+        watch.rewatch();
         watch.follow_links();
         watch
+    }
+
+    /// Watches each watched folder that exists now, and the folder that holds it:
+    /// there a folder removed, moved away or made (again) is seen, after which
+    /// this runs again and watches the new one. A folder made again is a new one to
+    /// the system's watcher, so every folder is watched anew.
+    fn rewatch(&mut self) {
+        let Some(watcher) = &mut self.watcher else {
+            return;
+        };
+        let folders = self.filter.folders();
+        let parents = folders
+            .iter()
+            .filter_map(|f| f.parent().map(Path::to_path_buf));
+        let mut wanted: Vec<PathBuf> = Vec::new();
+        for folder in folders.iter().cloned().chain(parents) {
+            if !wanted.contains(&folder) {
+                wanted.push(folder);
+            }
+        }
+        for folder in wanted.into_iter().filter(|folder| folder.is_dir()) {
+            // Not watched, or watched under an old identity: either way, anew.
+            let _ = watcher.unwatch(&folder);
+            if let Err(error) = watcher.watch(&folder) {
+                let shown = folder.display();
+                tracing::warn!(folder = %shown, %error, "cannot watch for plugin changes");
+            }
+            if !self.folders.contains(&folder) {
+                self.folders.push(folder);
+            }
+        }
     }
 
     /// Watches the folders where the watched symbolic links lead now.
@@ -313,7 +368,9 @@ impl FolderWatch {
         }
         // Until the files held still (a timeout), or watching ended meanwhile.
         while let Ok(Some(())) = tokio::time::timeout(self.settle, changes.recv()).await {}
-        // A link added or changed now leads elsewhere.
+        // A folder made again is watched anew; a link added or changed now leads
+        // elsewhere.
+        self.rewatch();
         self.follow_links();
         Some(())
     }
@@ -463,6 +520,31 @@ mod tests {
         std::os::unix::fs::symlink(build.join("b.wasm"), plugins.join("b.wasm")).expect("link");
         next(&mut watch).await;
         std::fs::write(build.join("b.wasm"), "2").expect("write");
+        next(&mut watch).await;
+    }
+
+    #[tokio::test]
+    async fn a_folder_made_again_or_made_later_is_watched_from_then_on() {
+        let (dir, plugins, etc, _) = setup();
+        let later = dir.path().join("later");
+        let watched = Watched {
+            folder: plugins.clone(),
+            files: vec![etc.join("elsewhere.toml"), later.join("piton.toml")],
+        };
+        let mut watch = FolderWatch::start(watched);
+
+        // The plugins folder removed and made again (a checkout, `mv`): a change,
+        // and the new folder's files are watched.
+        std::fs::remove_dir(&plugins).expect("rmdir");
+        std::fs::create_dir(&plugins).expect("mkdir");
+        next(&mut watch).await;
+        std::fs::write(plugins.join("a.wasm"), "x").expect("write");
+        next(&mut watch).await;
+
+        // The config file's folder did not exist at start: made later, it counts.
+        std::fs::create_dir(&later).expect("mkdir");
+        next(&mut watch).await;
+        std::fs::write(later.join("piton.toml"), "").expect("write");
         next(&mut watch).await;
     }
 }
