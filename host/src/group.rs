@@ -89,6 +89,11 @@ pub trait ToolGroup: Send + Sync {
     /// Where its tools come from, for errors.
     fn source(&self) -> ToolSource;
 
+    /// How errors name the group, such as ``MCP server `x` (piton.toml [mcp.x])``.
+    fn described(&self) -> String {
+        format!("tool group `{}` ({})", self.name(), self.source())
+    }
+
     /// Its tools, each named `{name}__{tool}`, listing them first if needed. With
     /// `refresh`, a connection found closed is made again (a listing); without, the
     /// tools of a closed connection are still given, so that calling one reports the
@@ -116,3 +121,24 @@ pub trait ToolGroup: Send + Sync {
 
 /// A shared tool group.
 pub type DynGroup = Arc<dyn ToolGroup>;
+
+/// Checks a group's name: letters, digits, `-` and single `_`, so that the `__` in
+/// `{group}__{tool}` is unambiguous.
+pub fn check_group_name(name: &str) -> Result<(), String> {
+    let chars_ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !chars_ok {
+        return Err(format!(
+            "name {name:?} is not allowed: use letters, digits, '-' and single '_'"
+        ));
+    }
+    if name.contains("__") || name.ends_with('_') {
+        return Err(format!(
+            "name {name:?} is not allowed: no \"__\" and no trailing '_' (its tools are \
+             named {name}__TOOL)"
+        ));
+    }
+    Ok(())
+}

@@ -52,7 +52,7 @@ pub mod wasm;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use error::{CallError, LoadError, LoadErrorKind, Trap};
-pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup};
+pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup, check_group_name};
 pub use limits::{Limits, OnTrap, format_size};
 pub use piton_wit::{Hints, HintsError};
 pub use registry::{Listing, Registry};

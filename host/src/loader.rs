@@ -14,8 +14,7 @@
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = WasmRuntime::new(RuntimeConfig::default())?;
-//! // piton.toml is looked up as the CLI does: $PITON_CONFIG, then plugins/piton.toml,
-//! // then ./piton.toml; `with_config_file` names one.
+//! // plugins/piton.toml if there is one; `with_config_file` names another file.
 //! let loader = Loader::new(runtime, PluginsAt::Folder("plugins".into()));
 //! let loaded = loader.load().await?; // Err: the folder or piton.toml cannot be used
 //! for error in &loaded.errors {
@@ -47,12 +46,17 @@ use crate::tool::Tool as _;
 use crate::upstream::{UpstreamConfig, UpstreamServer};
 use crate::wasm::{RuntimeConfig, RuntimeError, WasmRuntime};
 
-/// Where a [`Loader`] gets piton.toml from.
+/// Where a [`Loader`] gets piton.toml from; a file is read anew at every load.
 #[derive(Clone, Debug)]
 enum ConfigFrom {
-    /// The CLI's lookup (see [`PluginsAt::config_file`]), from this file if given;
-    /// read anew at every load.
+    /// `piton.toml` in the plugins folder, if there is one (none for the bundled
+    /// examples). Nothing from the environment or the working folder.
+    Beside,
+    /// The CLI's lookup (see [`PluginsAt::config_file`]): this file if given, else
+    /// `$PITON_CONFIG`, `piton.toml` in the plugins folder, `./piton.toml`.
     Lookup(Option<PathBuf>),
+    /// This file.
+    File(PathBuf),
     /// A configuration the program made.
     Given(Config),
 }
@@ -104,12 +108,15 @@ pub enum LoaderError {
 }
 
 impl Loader {
-    /// Loads from `at` on `runtime`, piton.toml looked up as the CLI does.
+    /// Loads from `at` on `runtime`, with the `piton.toml` in the plugins folder if
+    /// there is one. Unlike the CLI, it reads nothing from the environment
+    /// (`$PITON_CONFIG`) or the working folder: a program chooses its configuration
+    /// ([`Loader::with_config_file`], [`Loader::with_config`]).
     pub fn new(runtime: WasmRuntime, at: PluginsAt) -> Self {
         Self {
             runtime,
             at,
-            config: ConfigFrom::Lookup(None),
+            config: ConfigFrom::Beside,
             upstreams: Mutex::new(BTreeMap::new()),
         }
     }
@@ -123,13 +130,15 @@ impl Loader {
         config: Option<PathBuf>,
     ) -> Result<Self, RuntimeError> {
         let runtime = WasmRuntime::new(RuntimeConfig::default())?;
-        Ok(Self::new(runtime, PluginsAt::resolve(plugins)).with_config_file(config))
+        let mut loader = Self::new(runtime, PluginsAt::resolve(plugins));
+        loader.config = ConfigFrom::Lookup(config);
+        Ok(loader)
     }
 
-    /// Reads piton.toml from `file` instead of looking it up (`None`: look it up).
+    /// Reads piton.toml from `file` at every load.
     #[must_use]
-    pub fn with_config_file(mut self, file: Option<PathBuf>) -> Self {
-        self.config = ConfigFrom::Lookup(file);
+    pub fn with_config_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.config = ConfigFrom::File(file.into());
         self
     }
 
@@ -153,7 +162,14 @@ impl Loader {
     /// The piton.toml a load reads now, if any.
     pub fn config_file(&self) -> Option<PathBuf> {
         match &self.config {
+            ConfigFrom::Beside => match &self.at {
+                PluginsAt::Folder(folder) => {
+                    Some(folder.join("piton.toml")).filter(|file| file.is_file())
+                }
+                PluginsAt::Bundled => None,
+            },
             ConfigFrom::Lookup(flag) => self.at.config_file(flag.clone()),
+            ConfigFrom::File(file) => Some(file.clone()),
             ConfigFrom::Given(config) => config.file.clone(),
         }
     }
@@ -234,12 +250,10 @@ impl Loader {
     }
 
     fn read_config(&self) -> Result<Config, ConfigError> {
-        match &self.config {
-            ConfigFrom::Given(config) => Ok(config.clone()),
-            ConfigFrom::Lookup(flag) => match self.at.config_file(flag.clone()) {
-                Some(file) => Config::load(&file),
-                None => Ok(Config::default()),
-            },
+        match (&self.config, self.config_file()) {
+            (ConfigFrom::Given(config), _) => Ok(config.clone()),
+            (_, Some(file)) => Config::load(&file),
+            (_, None) => Ok(Config::default()),
         }
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::error::{CallError, LoadError, LoadErrorKind};
-use crate::group::{CheckedTool, DynGroup, ToolGroup};
+use crate::group::{CheckedTool, DynGroup, ToolGroup, check_group_name};
 use crate::tool::{Args, DynTool, Tool, ToolError, ToolResult};
 use piton_wit::Hints;
 
@@ -76,13 +76,13 @@ impl Registry {
                 other: other.tool().source(),
             }));
         }
-        if let Some((group, _)) = name.split_once("__")
-            && self.groups.contains_key(group)
+        if let Some((prefix, _)) = name.split_once("__")
+            && let Some(group) = self.groups.get(prefix)
         {
             return Err(fail(LoadErrorKind::Invalid(format!(
-                "tool `{name}` is in the name space of MCP server `{group}` (mcp:{group}, \
-                 piton.toml [mcp.{group}]): every `{group}__*` name is that server's; \
-                 rename the tool (piton.toml [tools.NAME] name = ...)"
+                "tool `{name}` is in the name space of {}: every `{prefix}__*` name is its; \
+                 rename the tool (piton.toml [tools.NAME] name = ...)",
+                group.described()
             ))));
         }
         self.tools.insert(name.clone(), Arc::new(checked));
@@ -110,9 +110,11 @@ impl Registry {
             plugin: group.source(),
             kind: LoadErrorKind::Invalid(message),
         };
+        check_group_name(&name).map_err(|e| fail(format!("{}: {e}", group.described())))?;
         if self.groups.contains_key(&name) {
             return Err(fail(format!(
-                "MCP server `{name}` is added twice; give each server its own name"
+                "{} is added twice; give each its own name",
+                group.described()
             )));
         }
         let prefix = format!("{name}__");
@@ -122,9 +124,9 @@ impl Registry {
             .find_map(|(t, entry)| t.starts_with(&prefix).then_some(entry))
         {
             return Err(fail(format!(
-                "MCP server `{name}` (piton.toml [mcp.{name}]) is not added: tool `{}` of {} \
-                 is in its name space (every `{name}__*` name is the server's); rename the \
-                 tool or the server",
+                "{} is not added: tool `{}` of {} is in its name space (every `{name}__*` \
+                 name is its); rename the tool or the group",
+                group.described(),
                 entry.tool().spec().name,
                 entry.tool().source()
             )));
@@ -174,7 +176,18 @@ impl Registry {
             match result {
                 Ok(listed) => {
                     errors.extend(group.problems(&listed));
+                    let prefix = format!("{}__", group.name());
                     for entry in listed.iter() {
+                        // A group lists only its own name space; anything else is
+                        // left out, as calls would never reach it.
+                        if !entry.tool().spec().name.starts_with(&prefix) {
+                            tracing::warn!(
+                                group = group.name(),
+                                tool = entry.tool().spec().name,
+                                "a tool outside the group's name space is left out"
+                            );
+                            continue;
+                        }
                         tools
                             .entry(entry.tool().spec().name.clone())
                             .or_insert_with(|| entry.tool().clone());

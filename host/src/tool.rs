@@ -167,10 +167,17 @@ pub trait Tool: Send + Sync {
     /// The tool's own hints: the worst case for any call.
     fn hints(&self) -> Hints;
 
-    /// How far the hints can be relied on; a tool written in Rust and added through
-    /// the library is [`HintsTrust::Native`].
+    /// How far the hints can be relied on. By default it follows [`Tool::source`]:
+    /// [`HintsTrust::Native`] for the program's own tools, [`HintsTrust::Declared`]
+    /// for an MCP server's, and [`HintsTrust::Unenforced`] for a component, which only
+    /// a sandbox that enforces them (a [`WasmTool`](crate::wasm::WasmTool)) may call
+    /// enforced.
     fn hints_trust(&self) -> HintsTrust {
-        HintsTrust::Native
+        match self.source() {
+            ToolSource::Native => HintsTrust::Native,
+            ToolSource::Mcp(_) => HintsTrust::Declared,
+            ToolSource::File(_) | ToolSource::Bundled(_) => HintsTrust::Unenforced,
+        }
     }
 
     /// Where the tool comes from.

@@ -261,7 +261,7 @@ async fn a_reload_keeps_an_unchanged_upstream_server_and_its_connection() {
     let empty = tempfile::tempdir().expect("temp dir");
     let config = config_serving(served.path(), "");
     let loader = Loader::new(runtime().clone(), PluginsAt::Folder(empty.path().into()))
-        .with_config_file(Some(config.path().join("piton.toml")));
+        .with_config_file(config.path().join("piton.toml"));
     let first = loader.load().await.expect("loads");
     assert_eq!(
         call_ok(

@@ -1,14 +1,13 @@
 //! `piton serve`: every tool over MCP, on stdio or on Streamable HTTP with its
 //! limits, reloading when the plugins folder changes.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use clap::Args as ClapArgs;
 
 use super::load::{PluginsArg, load, loader};
 use super::out::Outcome;
-use crate::loader::Loader;
-use crate::plugins::{FolderWatch, PluginsAt};
+use crate::plugins::FolderWatch;
 use crate::serve::{self, HttpLimits, Served};
 
 /// What `serve --http` holds open for its clients, at most.
@@ -88,10 +87,14 @@ pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpL
     };
     let served = Served::new(registry);
     if let Some(watch) = watch {
-        tokio::spawn(reload_on_change(
-            watch,
-            loader.clone(),
+        let loader = loader.clone();
+        tokio::spawn(Served::reload_on_change(
             Arc::downgrade(&served),
+            watch,
+            move || {
+                let loader = loader.clone();
+                async move { load(&loader).await }
+            },
         ));
     }
     let ended = match listener {
@@ -178,32 +181,5 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("stopping: a signal arrived");
-    }
-}
-
-/// Loads again each time the watched files change and serves what loaded, until
-/// `served` is gone. A load that fails keeps the tools served now, until the files
-/// change again.
-async fn reload_on_change(mut watch: FolderWatch, loader: Arc<Loader>, served: Weak<Served>) {
-    let folder = match loader.plugins() {
-        PluginsAt::Folder(folder) => folder.display().to_string(),
-        PluginsAt::Bundled => "bundled".to_owned(),
-    };
-    while watch.changed().await.is_some() {
-        let Some(served) = served.upgrade() else {
-            return;
-        };
-        tracing::info!(%folder, "the plugins changed: reloading");
-        match load(&loader).await {
-            Some(registry) => {
-                tracing::info!(%folder, tools = registry.len(), "reloaded the plugins");
-                served.replace(registry);
-            }
-            None => tracing::warn!(
-                %folder,
-                "the plugins changed but could not be loaded; still serving the tools loaded \
-                 before"
-            ),
-        }
     }
 }

@@ -356,6 +356,11 @@ impl FolderWatch {
         }
     }
 
+    /// The plugins folder watched, resolved.
+    pub fn folder(&self) -> &Path {
+        &self.filter.folder
+    }
+
     /// Resolves once a watched file changed and then all of them held still for
     /// 300 ms (800 ms when polling): a burst of events is one change. Changes made
     /// since the last call (e.g. during a reload) count. `None` when watching ended

@@ -2,11 +2,13 @@
 //! swapped whole when the plugins folder changes, and a generation counter that
 //! every session watches to send `notifications/tools/list_changed`.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::plugins::FolderWatch;
 use crate::registry::Registry;
 
 /// The registry being served, shared by every session, and its changes.
@@ -19,6 +21,8 @@ pub struct Served {
     generation: Arc<watch::Sender<u64>>,
     /// Follows the current registry's own sources of change (upstream servers).
     upstreams: Mutex<Option<JoinHandle<()>>>,
+    /// Never sent: dropped with this, which wakes whoever follows changes for it.
+    alive: watch::Sender<()>,
 }
 
 impl std::fmt::Debug for Served {
@@ -38,6 +42,7 @@ impl Served {
             current: RwLock::new(Arc::new(registry)),
             generation: Arc::new(watch::Sender::new(0)),
             upstreams: Mutex::new(None),
+            alive: watch::Sender::new(()),
         });
         served.follow(&served.registry());
         served
@@ -79,6 +84,48 @@ impl Served {
     /// A receiver that wakes on every change after this call.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.generation.subscribe()
+    }
+
+    /// Loads again with `reload` each time `watch` reports a change, and serves what
+    /// it gives; `None` (it could not load; `reload` says why) keeps the tools served
+    /// now until the files change again. Ends when `served` is dropped, at once, or
+    /// when watching ends.
+    pub async fn reload_on_change<F, Fut>(
+        served: Weak<Served>,
+        mut watch: FolderWatch,
+        mut reload: F,
+    ) where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<Registry>>,
+    {
+        let Some(mut gone) = served.upgrade().map(|s| s.alive.subscribe()) else {
+            return;
+        };
+        let folder = watch.folder().display().to_string();
+        loop {
+            tokio::select! {
+                change = watch.changed() => if change.is_none() {
+                    return;
+                },
+                // Never sent: this is the sender dropped with `served`.
+                _ = gone.changed() => return,
+            }
+            let Some(served) = served.upgrade() else {
+                return;
+            };
+            tracing::info!(%folder, "the plugins changed: reloading");
+            match reload().await {
+                Some(registry) => {
+                    tracing::info!(%folder, tools = registry.len(), "reloaded the plugins");
+                    served.replace(registry);
+                }
+                None => tracing::warn!(
+                    %folder,
+                    "the plugins changed but could not be loaded; still serving the tools \
+                     loaded before"
+                ),
+            }
+        }
     }
 
     /// Follows the change counters of `registry`'s sources for as long as it is the
@@ -181,6 +228,77 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), task)
             .await
             .expect("the task ends once every source is gone")
+            .expect("no panic");
+    }
+
+    #[tokio::test]
+    async fn a_change_reloads_once_a_failed_reload_keeps_the_registry_and_dropping_ends_it() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+        use crate::plugins::Watched;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let served = Served::new(Registry::new());
+        let reloads = Arc::new(AtomicUsize::new(0));
+        let fail = Arc::new(AtomicBool::new(false));
+        let watch = FolderWatch::start(Watched {
+            folder: dir.path().to_path_buf(),
+            files: Vec::new(),
+        });
+        let follower = {
+            let (reloads, fail) = (reloads.clone(), fail.clone());
+            tokio::spawn(Served::reload_on_change(
+                Arc::downgrade(&served),
+                watch,
+                move || {
+                    reloads.fetch_add(1, Ordering::SeqCst);
+                    let fail = fail.load(Ordering::SeqCst);
+                    async move { (!fail).then(Registry::new) }
+                },
+            ))
+        };
+        let reaches = |generation: u64| {
+            let mut changes = served.changes();
+            async move {
+                tokio::time::timeout(
+                    Duration::from_secs(5),
+                    changes.wait_for(|g| *g >= generation),
+                )
+                .await
+                .expect("the change arrives in time")
+                .expect("the sender lives");
+            }
+        };
+
+        std::fs::write(dir.path().join("a.wasm"), "x").expect("write");
+        reaches(1).await;
+        assert_eq!(reloads.load(Ordering::SeqCst), 1);
+
+        fail.store(true, Ordering::SeqCst);
+        let kept = served.registry();
+        std::fs::remove_file(dir.path().join("a.wasm")).expect("remove");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while reloads.load(Ordering::SeqCst) < 2 {
+            assert!(tokio::time::Instant::now() < deadline, "no reload");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            Arc::ptr_eq(&kept, &served.registry()),
+            "a failed reload swapped"
+        );
+        assert_eq!(served.generation(), 1);
+        assert_eq!(
+            reloads.load(Ordering::SeqCst),
+            2,
+            "no retry until the next change"
+        );
+
+        // Dropping what is served ends the follower at once, with no file change.
+        drop((kept, served));
+        tokio::time::timeout(Duration::from_secs(5), follower)
+            .await
+            .expect("the follower ends with the served registry")
             .expect("no panic");
     }
 }

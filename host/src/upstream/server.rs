@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::connection::{Connection, How, ServeInProcess, StdioCommand};
 use super::tool::UpstreamTool;
 use crate::error::CallError;
-use crate::group::{CheckedTool, GroupTools, ToolGroup};
+use crate::group::{CheckedTool, GroupTools, ToolGroup, check_group_name};
 use crate::source::ToolSource;
 
 /// Why an [`UpstreamServer`] cannot be made.
@@ -50,22 +50,7 @@ impl std::fmt::Debug for UpstreamServer {
 /// Checks a server name: letters, digits, `-` and single `_`, so that the `__` in
 /// `{server}__{tool}` is unambiguous.
 pub fn check_server_name(name: &str) -> Result<(), String> {
-    let chars_ok = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if !chars_ok {
-        return Err(format!(
-            "server name {name:?} is not allowed: use letters, digits, '-' and single '_'"
-        ));
-    }
-    if name.contains("__") || name.ends_with('_') {
-        return Err(format!(
-            "server name {name:?} is not allowed: no \"__\" and no trailing '_' (its tools are \
-             named {name}__TOOL)"
-        ));
-    }
-    Ok(())
+    check_group_name(name).map_err(|message| format!("server {message}"))
 }
 
 impl UpstreamServer {
@@ -266,6 +251,11 @@ impl ToolGroup for UpstreamServer {
 
     fn source(&self) -> ToolSource {
         ToolSource::Mcp(self.conn.name.clone())
+    }
+
+    fn described(&self) -> String {
+        let name = &self.conn.name;
+        format!("MCP server `{name}` (piton.toml [mcp.{name}])")
     }
 
     async fn tools(&self, refresh: bool) -> Result<GroupTools, CallError> {
