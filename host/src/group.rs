@@ -89,7 +89,7 @@ pub trait ToolGroup: Send + Sync {
     /// Where its tools come from, for errors.
     fn source(&self) -> ToolSource;
 
-    /// How errors name the group, such as ``MCP server `x` (piton.toml [mcp.x])``.
+    /// How errors name the group, such as ``MCP server `x` (mcp:x, piton.toml [mcp.x])``.
     fn described(&self) -> String {
         format!("tool group `{}` ({})", self.name(), self.source())
     }

@@ -255,7 +255,7 @@ impl ToolGroup for UpstreamServer {
 
     fn described(&self) -> String {
         let name = &self.conn.name;
-        format!("MCP server `{name}` (piton.toml [mcp.{name}])")
+        format!("MCP server `{name}` (mcp:{name}, piton.toml [mcp.{name}])")
     }
 
     async fn tools(&self, refresh: bool) -> Result<GroupTools, CallError> {
