@@ -4,7 +4,7 @@
 //! A tool that could write one of them could change what the next load (a reload
 //! of `piton serve`, or the next start) runs: a `piton.toml` of its own (granting
 //! itself anything, or starting an `[mcp.x] command` on the host), a new `.wasm`, or
-//! precompiled native code in the cache. So [`crate::plugins::load`] refuses a tool
+//! precompiled native code in the cache. So [`Loader::load`](crate::loader::Loader::load) refuses a tool
 //! whose grants have a "write" mount that
 //!
 //! - holds one of these places (an ancestor of it, or the place itself),

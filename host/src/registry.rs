@@ -140,6 +140,12 @@ impl Registry {
         self.groups.values()
     }
 
+    /// Closes what every group holds open (upstream servers' connections and
+    /// processes), all at once; a later use opens them again.
+    pub async fn close(&self) {
+        futures::future::join_all(self.groups.values().map(|group| group.close())).await;
+    }
+
     /// Asks `approver` before every call from now on (the seed's loop that asks
     /// before calls that are not read-only: see [`AllowByReadOnly`](crate::approve::AllowByReadOnly)).
     pub fn set_approver(&mut self, approver: impl Approver + 'static) {

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use piton_host::{AllowByReadOnly, ApprovalRequest, Decision, Limits, Registry, ToolError};
+use piton_host::{AllowByReadOnly, ApprovalRequest, Decision, Registry, ToolError};
 use piton_tests::plugins;
 use serde_json::json;
 
@@ -18,9 +18,7 @@ async fn approval_registry(approver: AllowByReadOnly) -> (Registry, Arc<Seen>) {
     let (server, seen) = test_server("up");
     let mut registry = Registry::new();
     for path in [plugins::WORD_COUNT, plugins::FILES] {
-        let mut tool = load(path).await;
-        tool.set_limits(Limits::default());
-        registry.add(tool).expect("added");
+        registry.add(load(path).await).expect("added");
     }
     registry.add_group(server).expect("added");
     registry.set_approver(approver);

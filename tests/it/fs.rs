@@ -79,8 +79,7 @@ fn write_grant(host: &Path) -> Grants {
 
 /// A registry holding the component at `path` with `grants`.
 async fn registry_granting(path: &str, grants: Grants) -> Registry {
-    let mut tool = load(path).await;
-    tool.set_grants(grants);
+    let tool = with_settings(load(path).await, grants, Limits::default());
     let mut registry = Registry::new();
     registry.add(tool).expect("one tool");
     registry
@@ -383,16 +382,22 @@ async fn a_nested_mount_swapped_for_a_symlink_does_not_lead_outside() {
     std::fs::create_dir_all(w.join("sub")).expect("test folder");
     std::fs::write(w.join("sub/inner.txt"), "inner").expect("test folder");
 
-    let mut writer = load(guests::HOSTILE_FS_WRITE).await;
-    writer.set_grants(Grants {
-        mounts: vec![mount(&w, "/w", MountMode::Write)],
-        ..Default::default()
-    });
-    let mut reader = load(plugins::READ_FILE).await;
-    reader.set_grants(Grants {
-        mounts: vec![mount(&w.join("sub"), "/sub", MountMode::Read)],
-        ..Default::default()
-    });
+    let writer = with_settings(
+        load(guests::HOSTILE_FS_WRITE).await,
+        Grants {
+            mounts: vec![mount(&w, "/w", MountMode::Write)],
+            ..Default::default()
+        },
+        Limits::default(),
+    );
+    let reader = with_settings(
+        load(plugins::READ_FILE).await,
+        Grants {
+            mounts: vec![mount(&w.join("sub"), "/sub", MountMode::Read)],
+            ..Default::default()
+        },
+        Limits::default(),
+    );
     let mut registry = Registry::new();
     registry.add(writer).expect("one name");
     registry.add(reader).expect("another name");
@@ -432,9 +437,11 @@ async fn a_nested_mount_swapped_for_a_symlink_does_not_lead_outside() {
 /// size of the file made.
 async fn fill(how: &str, size: u64, limits: Limits) -> (String, u64) {
     let dir = tempfile::tempdir().expect("test folder");
-    let mut tool = load(guests::HOSTILE_FS_WRITE).await;
-    tool.set_grants(write_grant(dir.path()));
-    tool.set_limits(limits);
+    let tool = with_settings(
+        load(guests::HOSTILE_FS_WRITE).await,
+        write_grant(dir.path()),
+        limits,
+    );
     let mut registry = Registry::new();
     registry.add(tool).expect("one tool");
     let args = json!({"mode": "add", "op": "fill", "path": "/data/big", "size": size, "how": how});
@@ -484,8 +491,11 @@ async fn add_only_writes_stop_at_max_write() {
 async fn a_call_makes_at_most_10000_new_entries() {
     for how in ["files", "folders"] {
         let dir = tempfile::tempdir().expect("test folder");
-        let mut tool = load(guests::HOSTILE_FS_WRITE).await;
-        tool.set_grants(write_grant(dir.path()));
+        let tool = with_settings(
+            load(guests::HOSTILE_FS_WRITE).await,
+            write_grant(dir.path()),
+            Limits::default(),
+        );
         let mut registry = Registry::new();
         registry.add(tool).expect("one tool");
         let args =
@@ -505,8 +515,11 @@ async fn a_call_makes_at_most_10000_new_entries() {
 #[tokio::test]
 async fn a_call_holds_at_most_16_folder_listings_at_once() {
     let dir = tempfile::tempdir().expect("test folder");
-    let mut tool = load(guests::HOSTILE_FS_WRITE).await;
-    tool.set_grants(write_grant(dir.path()));
+    let tool = with_settings(
+        load(guests::HOSTILE_FS_WRITE).await,
+        write_grant(dir.path()),
+        Limits::default(),
+    );
     let mut registry = Registry::new();
     registry.add(tool).expect("one tool");
     let args = json!({"mode": "add", "op": "list", "path": "/data", "size": 100});

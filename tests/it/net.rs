@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use piton_host::grants::{Grants, Host, Mount, MountMode, NetGrant};
-use piton_host::{Registry, ToolError};
+use piton_host::{Limits, Registry, ToolError};
 use piton_tests::{guests, plugins};
 use serde_json::{Value, json};
 
@@ -196,11 +196,11 @@ pub(crate) fn name(host: &str, port: u16) -> NetGrant {
 pub(crate) async fn granted(paths: &[&str], network: Vec<NetGrant>) -> Registry {
     let mut registry = Registry::new();
     for path in paths {
-        let mut tool = load(path).await;
-        tool.set_grants(Grants {
+        let grants = Grants {
             network: network.clone(),
             ..Grants::default()
-        });
+        };
+        let tool = with_settings(load(path).await, grants, Limits::default());
         registry.add(tool).expect("no duplicate names");
     }
     registry
@@ -375,20 +375,24 @@ fn a_resolve_loop_does_not_hold_up_file_reads() {
         // A name that does not resolve here: each lookup of it takes the system
         // resolver a while, and a failed lookup used to be tried again every time.
         let name = "flood.invalid";
-        let mut flood = load(guests::HOSTILE_NET_DNS_FLOOD).await;
-        flood.set_grants(Grants {
+        let flood = Grants {
             network: vec![self::name(name, 443)],
             ..Grants::default()
-        });
-        let mut reader = load(plugins::READ_FILE).await;
-        reader.set_grants(Grants {
+        };
+        let flood = with_settings(
+            load(guests::HOSTILE_NET_DNS_FLOOD).await,
+            flood,
+            Limits::default(),
+        );
+        let reader = Grants {
             mounts: vec![Mount {
                 host: dir.path().into(),
                 guest: "/data".into(),
                 mode: MountMode::Read,
             }],
             ..Grants::default()
-        });
+        };
+        let reader = with_settings(load(plugins::READ_FILE).await, reader, Limits::default());
         let mut registry = Registry::new();
         registry.add(flood).expect("no duplicate names");
         registry.add(reader).expect("no duplicate names");

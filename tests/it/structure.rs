@@ -2,10 +2,10 @@
 //! longer loop, every module says what it owns, and no source file is too long.
 //!
 //! A module is one file of host/src. An import is any path that names another
-//! module: `crate::a::b`, `super::b`, or a child's name in its parent's file. A name
-//! taken through lib.rs (`crate::Tool`) is an import of lib.rs, which imports every
-//! module it re-exports: so inside the crate, modules name the module that defines
-//! a thing, never the crate root.
+//! module (`crate::a::b`, `super::b`), and a folder module's declaration of its
+//! children (`mod b;`). A name taken from lib.rs or a folder's mod.rs (`crate::Tool`,
+//! `super::Thing`) is an import of that file, which declares the importer: so inside
+//! the crate, modules name the module that defines a thing, never a parent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -196,16 +196,14 @@ fn imports(modules: &BTreeMap<String, PathBuf>) -> BTreeMap<String, BTreeSet<Str
             };
             named.push([base.clone(), path].concat());
         }
-        // A folder module's own children, named without a prefix (`view::FsView`,
-        // `pub use session::Session`).
+        // A folder module's children: it declares them (`mod view;`), so a child
+        // that takes a name from it (`super::X`, `crate::X`) closes a loop.
         if is_folder_module {
             for child in modules.keys().filter_map(|m| {
                 m.strip_prefix(&format!("{name}::"))
                     .filter(|rest| !rest.contains("::"))
             }) {
-                if !paths_after(&code, child).is_empty() {
-                    named.push([own.clone(), vec![child.to_owned()]].concat());
-                }
+                named.push([own.clone(), vec![child.to_owned()]].concat());
             }
         }
         let targets: BTreeSet<String> = named

@@ -7,6 +7,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use piton_host::config::ToolConfig;
+use piton_host::grants::Grants;
 use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
 use piton_host::{CallError, Content, Limits, Registry, ToolResult};
 use serde_json::{Value, json};
@@ -43,11 +45,20 @@ pub(crate) async fn load(path: &str) -> WasmTool {
 pub(crate) async fn registry_of(paths: &[&str], limits: Limits) -> Registry {
     let mut registry = Registry::new();
     for path in paths {
-        let mut tool = load(path).await;
-        tool.set_limits(limits);
+        let tool = with_settings(load(path).await, Grants::default(), limits);
         registry.add(tool).expect("no duplicate names");
     }
     registry
+}
+
+/// `tool` with `grants` and `limits`, as piton.toml's `[tools.NAME]` gives them at load.
+pub(crate) fn with_settings(tool: WasmTool, grants: Grants, limits: Limits) -> WasmTool {
+    let settings = ToolConfig {
+        grants,
+        limits,
+        ..ToolConfig::default()
+    };
+    tool.configured(&settings).expect("the settings apply")
 }
 
 /// Calls `name` and expects content; returns the model text of each block.

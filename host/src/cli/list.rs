@@ -38,8 +38,8 @@ pub(super) async fn list(registry: &Registry, as_json: bool) -> io::Result<Outco
         writeln!(out, "no tools")?;
         return Ok(Outcome::Success);
     }
-    // Hints of wasm tools are enforced by their sandbox; an MCP server's (and a
-    // native tool's) are only declared.
+    // How far each tool's hints hold: enforced by a sandbox, declared by an MCP
+    // server, the program's own (native), or unenforced (raw TCP).
     let rows: Vec<[String; 5]> = listing
         .tools
         .iter()

@@ -227,19 +227,14 @@ impl WasmTool {
         &self.limits
     }
 
-    /// Sets the limits each call runs under.
-    pub fn set_limits(&mut self, limits: Limits) {
-        self.limits = limits;
-    }
-
     /// The user's grants, which each call's hints bound.
     pub fn grants(&self) -> &Grants {
         &self.grants
     }
 
-    /// Sets the user's grants, and opens each mount's folder: a call later refuses
+    /// Takes the user's grants, and opens each mount's folder: a call later refuses
     /// a mount whose folder is no longer this one (replaced by a link, say).
-    pub fn set_grants(&mut self, grants: Grants) {
+    fn set_grants(&mut self, grants: Grants) {
         self.pins = super::fs::Pins::new(grants.mounts.iter().map(|m| m.host.as_path()));
         self.grants = grants;
     }
@@ -528,7 +523,7 @@ impl WasmTool {
     }
 }
 
-fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, crate::HintsError> {
+fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, piton_wit::HintsError> {
     Hints::new(h.read_only, h.destructive, h.idempotent, h.open_world)
 }
 

@@ -33,7 +33,7 @@ static LOOKUPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_L
 
 /// How long a failed lookup stands before a new use of the name may try again: a
 /// guest that loops on a name that does not resolve starts one lookup a second.
-pub(super) const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
 
 /// The system resolver (getaddrinfo).
 fn system_resolver() -> Resolver {
@@ -61,8 +61,8 @@ pub(crate) struct Policy {
     /// Granted name (lowercase, as granted) → its lookup, running or done.
     resolved: Mutex<HashMap<String, Lookup>>,
     /// This call's places for running lookups.
-    pub(super) lookups: Arc<tokio::sync::Semaphore>,
-    pub(super) resolver: Resolver,
+    lookups: Arc<tokio::sync::Semaphore>,
+    resolver: Resolver,
 }
 
 impl Policy {
@@ -115,7 +115,7 @@ impl Policy {
 
     /// Whether `addr` is granted literally, or is a public address of a name granted
     /// with its port; for a raw socket (`raw`), by a grant with `tcp = true`.
-    pub(super) async fn reachable(&self, addr: SocketAddr, raw: bool) -> bool {
+    async fn reachable(&self, addr: SocketAddr, raw: bool) -> bool {
         let addr = canonical(addr);
         let grants = self
             .grants
@@ -254,7 +254,7 @@ impl Policy {
 mod tests {
     use super::*;
 
-    pub(super) fn grant(host: Host, port: u16) -> NetGrant {
+    fn grant(host: Host, port: u16) -> NetGrant {
         NetGrant {
             host,
             port,
@@ -263,12 +263,12 @@ mod tests {
         }
     }
 
-    pub(super) fn ip(text: &str) -> Host {
+    fn ip(text: &str) -> Host {
         Host::Ip(text.parse().unwrap())
     }
 
     #[tokio::test]
-    pub(super) async fn sockets_reach_granted_addresses_only() {
+    async fn sockets_reach_granted_addresses_only() {
         let policy = Policy::full(&[NetGrant {
             tcp: true,
             ..grant(ip("127.0.0.1"), 8080)
@@ -291,7 +291,7 @@ mod tests {
     }
 
     #[tokio::test]
-    pub(super) async fn a_name_never_leads_to_loopback() {
+    async fn a_name_never_leads_to_loopback() {
         let policy = Policy::full(&[grant(Host::Name("localhost".into()), 8080)]);
         assert!(!policy.addresses_of("localhost").await.is_empty());
         assert!(policy.answers_for("localhost").await.is_empty());
@@ -300,7 +300,7 @@ mod tests {
     }
 
     #[tokio::test]
-    pub(super) async fn a_literal_grant_lets_a_name_lead_to_its_address() {
+    async fn a_literal_grant_lets_a_name_lead_to_its_address() {
         let policy = Policy::full(&[
             grant(Host::Name("localhost".into()), 8080),
             grant(ip("127.0.0.1"), 8080),
@@ -310,7 +310,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn names_match_without_case_or_trailing_dot() {
+    fn names_match_without_case_or_trailing_dot() {
         let policy = Policy::full(&[grant(Host::Name("example.com".into()), 443)]);
         assert_eq!(policy.granted_name("EXAMPLE.com."), Some("example.com"));
         assert_eq!(policy.granted_name("example.com.evil"), None);
@@ -319,7 +319,7 @@ mod tests {
     }
 
     /// A resolver that knows one public name, and counts its lookups.
-    pub(super) fn one_public_name() -> Resolver {
+    fn one_public_name() -> Resolver {
         Arc::new(|name| match name {
             "api.example.com" => Ok(vec![
                 "93.184.215.14".parse().map_err(std::io::Error::other)?,
@@ -329,7 +329,7 @@ mod tests {
     }
 
     #[tokio::test]
-    pub(super) async fn raw_tcp_needs_a_grant_with_tcp_true() {
+    async fn raw_tcp_needs_a_grant_with_tcp_true() {
         use SocketAddrUse::TcpConnect;
         let public: SocketAddr = "93.184.215.14:5432".parse().unwrap();
         let loopback: SocketAddr = "127.0.0.1:5432".parse().unwrap();
@@ -368,7 +368,7 @@ mod tests {
     }
 
     /// A resolver that takes `delay` to fail, and counts lookups and the most in flight.
-    pub(super) fn slow_failing(
+    fn slow_failing(
         delay: std::time::Duration,
     ) -> (Resolver, Arc<[std::sync::atomic::AtomicUsize; 3]>) {
         use std::sync::atomic::Ordering::SeqCst;
@@ -388,14 +388,14 @@ mod tests {
         (resolver, counts)
     }
 
-    pub(super) fn names(n: usize) -> Vec<NetGrant> {
+    fn names(n: usize) -> Vec<NetGrant> {
         (0..n)
             .map(|i| grant(Host::Name(format!("n{i}.example.com")), 443))
             .collect()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    pub(super) async fn lookups_are_shared_and_capped_per_call() {
+    async fn lookups_are_shared_and_capped_per_call() {
         use std::sync::atomic::Ordering::SeqCst;
         let (resolver, counts) = slow_failing(std::time::Duration::from_millis(50));
         let policy = Arc::new(Policy::with_resolver(&names(10), NetAccess::Full, resolver));
@@ -417,7 +417,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    pub(super) async fn a_finished_call_starts_no_more_lookups() {
+    async fn a_finished_call_starts_no_more_lookups() {
         use std::sync::atomic::Ordering::SeqCst;
         let (resolver, counts) = slow_failing(std::time::Duration::from_millis(200));
         let policy = Arc::new(Policy::with_resolver(&names(10), NetAccess::Full, resolver));
