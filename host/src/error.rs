@@ -117,9 +117,9 @@ pub enum LoadErrorKind {
     /// does not compile: what it is and the fix, in one line.
     #[error("{0}")]
     Compile(String),
-    /// It does not export `piton:tool/tool@0.1.0` (a wasi:cli command, another
-    /// interface or version), or imports something piton does not give: what it is
-    /// and the fix, in one line.
+    /// It exports neither `piton:tool/tool@0.1` nor `piton:tool/toolbox@0.1` (a
+    /// wasi:cli command, another interface or version), or imports something piton
+    /// does not give: what it is and the fix, in one line.
     #[error("{0}")]
     Contract(String),
     /// `spec` or `hints` trapped or ran too long.

@@ -40,11 +40,12 @@ use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
 use crate::plugins::{self, FolderError, PluginsAt, Watched};
+use crate::protected::Protected;
 use crate::registry::Registry;
 use crate::source::ToolSource;
 use crate::tool::Tool as _;
 use crate::upstream::{UpstreamConfig, UpstreamServer};
-use crate::wasm::{RuntimeConfig, RuntimeError, WasmRuntime};
+use crate::wasm::{RuntimeConfig, RuntimeError, WasmRuntime, WasmTool};
 
 /// Where a [`Loader`] gets piton.toml from; a file is read anew at every load.
 #[derive(Clone, Debug)]
@@ -203,27 +204,19 @@ impl Loader {
         let protected = plugins::protected(&self.at, &config, &self.runtime);
         let mut used = BTreeSet::new();
         for read in plugins::read(&self.runtime, &self.at).await? {
-            let added = read
-                .and_then(|tool| {
-                    let Some(settings) = config.tools.get(&tool.spec().name) else {
-                        return Ok(tool);
-                    };
-                    let name = tool.spec().name.clone();
-                    used.insert(name.clone());
-                    let source = tool.source();
-                    let invalid = |message: String| LoadError {
-                        plugin: source.clone(),
-                        kind: LoadErrorKind::Invalid(format!(
-                            "piton.toml [tools.{name}]: {message}"
-                        )),
-                    };
-                    let tool = tool.configured(settings).map_err(invalid)?;
-                    protected.check(tool.grants()).map_err(invalid)?;
-                    Ok(tool)
-                })
-                .and_then(|tool| loaded.registry.add(tool));
-            if let Err(error) = added {
-                loaded.errors.push(error);
+            let tools = match read {
+                Ok(tools) => tools,
+                Err(error) => {
+                    loaded.errors.push(error);
+                    continue;
+                }
+            };
+            for tool in tools {
+                let added = Self::configured(tool, &config, &protected, &mut used)
+                    .and_then(|tool| loaded.registry.add(tool));
+                if let Err(error) = added {
+                    loaded.errors.push(error);
+                }
             }
         }
         loaded.unused_config = config
@@ -233,6 +226,29 @@ impl Loader {
             .cloned()
             .collect();
         Ok(loaded)
+    }
+
+    /// `tool` with its `[tools.NAME]` settings of `config`, if any (its name then
+    /// goes into `used`); an error when they do not apply or grant a protected place.
+    fn configured(
+        tool: WasmTool,
+        config: &Config,
+        protected: &Protected,
+        used: &mut BTreeSet<String>,
+    ) -> Result<WasmTool, LoadError> {
+        let Some(settings) = config.tools.get(&tool.spec().name) else {
+            return Ok(tool);
+        };
+        let name = tool.spec().name.clone();
+        used.insert(name.clone());
+        let source = tool.source();
+        let invalid = |message: String| LoadError {
+            plugin: source.clone(),
+            kind: LoadErrorKind::Invalid(format!("piton.toml [tools.{name}]: {message}")),
+        };
+        let tool = tool.configured(settings).map_err(invalid)?;
+        protected.check(tool.grants()).map_err(invalid)?;
+        Ok(tool)
     }
 
     /// Closes every upstream server's connection, so stdio servers and their process

@@ -222,22 +222,22 @@ async fn a_folder_named_dot_wasm_is_one_line_saying_so() {
 
 #[tokio::test]
 async fn a_component_without_the_tool_interface_is_one_line_naming_its_exports() {
-    let bytes = word_count_renamed("piton:tool/tool@0.1.0", "acme:misc/other@0.1.0");
+    let bytes = word_count_renamed("piton:tool/tool@0.1.1", "acme:misc/other@0.1.1");
     assert_eq!(
         load_error_of("other.wasm", &bytes).await,
-        "other.wasm: a component that does not export piton:tool/tool@0.1.0 (it exports \
-         acme:misc/other@0.1.0); write the tool with piton-guest-sdk's #[tool]"
+        "other.wasm: a component that does not export piton:tool/tool@0.1.1 (it exports \
+         acme:misc/other@0.1.1); write the tool with piton-guest-sdk's #[tool]"
     );
 }
 
 #[tokio::test]
 async fn a_tool_of_another_piton_tool_version_is_one_line_naming_both() {
-    let bytes = word_count_renamed("piton:tool/tool@0.1.0", "piton:tool/tool@0.9.0");
+    let bytes = word_count_renamed("piton:tool/tool@0.1.1", "piton:tool/tool@0.9.1");
     assert_eq!(
         load_error_of("new.wasm", &bytes).await,
-        "new.wasm: a tool for piton:tool/tool@0.9.0, but this piton loads \
-         piton:tool/tool@0.1.0; build it with a piton-guest-sdk for piton:tool 0.1.0, or \
-         use a piton that loads 0.9.0"
+        "new.wasm: a tool for piton:tool/tool@0.9.1, but this piton loads \
+         piton:tool/tool@0.1.1; build it with a piton-guest-sdk for piton:tool 0.1.1, or \
+         use a piton that loads 0.9.1"
     );
 }
 

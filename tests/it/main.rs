@@ -18,4 +18,5 @@ mod serve_http_limits;
 mod serve_stdio;
 mod structure;
 mod support;
+mod toolbox;
 mod upstream;

@@ -121,25 +121,25 @@ fn command_files(command: &StdioCommand) -> Vec<PathBuf> {
     program.into_iter().chain(args).collect()
 }
 
-/// Reads every component of `at` as a tool, all at once, in file-name order (a
-/// plugins folder) or name order (the bundled examples): each is a tool or the
-/// reason it did not load. piton.toml is not applied here: see
+/// Reads every component of `at` as its tools, all at once, in file-name order (a
+/// plugins folder) or name order (the bundled examples): each is its tools (one for
+/// a `plugin`, several for a `toolbox-plugin`) or the reason it did not load. piton.toml is not applied here: see
 /// [`Loader`](crate::loader::Loader).
 pub async fn read(
     runtime: &WasmRuntime,
     at: &PluginsAt,
-) -> Result<Vec<Result<WasmTool, LoadError>>, FolderError> {
+) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
     Ok(match at {
         PluginsAt::Folder(folder) => {
             let files = wasm_files(folder).map_err(|source| FolderError {
                 folder: folder.clone(),
                 source,
             })?;
-            futures::future::join_all(files.iter().map(|file| runtime.load_file(file))).await
+            futures::future::join_all(files.iter().map(|file| runtime.load_file_tools(file))).await
         }
         PluginsAt::Bundled => {
             futures::future::join_all(crate::bundled::plugins().iter().map(|(name, bytes)| {
-                runtime.load(ToolSource::Bundled((*name).to_owned()), bytes.to_vec())
+                runtime.load_tools(ToolSource::Bundled((*name).to_owned()), bytes.to_vec())
             }))
             .await
         }

@@ -3,7 +3,50 @@
 //! of another interface or another piton:tool version.
 
 /// The interface a piton tool exports.
-pub(super) const TOOL_EXPORT: &str = "piton:tool/tool@0.1.0";
+pub(super) const TOOL_EXPORT: &str = "piton:tool/tool@0.1.1";
+/// The interface a piton toolbox (several tools) exports.
+pub(super) const TOOLBOX_EXPORT: &str = "piton:tool/toolbox@0.1.1";
+
+/// Which piton world a component exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum World {
+    /// `plugin`: one tool.
+    Plugin,
+    /// `toolbox-plugin`: several tools.
+    Toolbox,
+}
+
+/// Whether `export` is `interface` (`pkg/name@version`) at a version this piton loads:
+/// the same major version, or for 0.x the same minor one (wasmtime's semver lookup).
+fn compatible(export: &str, interface: &str) -> bool {
+    let Some((name, version)) = interface.split_once('@') else {
+        return false;
+    };
+    let family = match version.split('.').collect::<Vec<_>>()[..] {
+        ["0", minor, ..] => format!("0.{minor}."),
+        [major, ..] => format!("{major}."),
+        [] => return false,
+    };
+    export
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix('@'))
+        .is_some_and(|v| v.starts_with(&family))
+}
+
+/// Which world a component with these exports fits, or why it is not a piton tool.
+pub(super) fn world_of(exports: &[String]) -> Result<World, String> {
+    let tool = exports.iter().any(|e| compatible(e, TOOL_EXPORT));
+    let toolbox = exports.iter().any(|e| compatible(e, TOOLBOX_EXPORT));
+    match (tool, toolbox) {
+        (true, true) => Err(format!(
+            "a component that exports both {TOOL_EXPORT} and {TOOLBOX_EXPORT}; export \
+             one: the tool interface for one tool, the toolbox for several"
+        )),
+        (true, false) => Ok(World::Plugin),
+        (false, true) => Ok(World::Toolbox),
+        (false, false) => Err(exports_problem(exports)),
+    }
+}
 
 /// The start of a wasm binary.
 const MAGIC: &[u8; 4] = b"\0asm";
@@ -53,32 +96,29 @@ pub(super) fn compile_problem(message: &str, len: usize) -> String {
     )
 }
 
-/// Why a component with these exports is not a piton tool, or `None` when it
-/// exports the tool interface.
-pub(super) fn exports_problem(exports: &[String]) -> Option<String> {
-    if exports.iter().any(|e| e == TOOL_EXPORT) {
-        return None;
-    }
+/// Why a component with these exports, none of them a piton interface this piton
+/// loads, is not a piton tool.
+fn exports_problem(exports: &[String]) -> String {
     if exports.iter().any(|e| e.starts_with("wasi:cli/run@")) {
-        return Some(
-            "a wasi:cli command (it exports wasi:cli/run), not a piton tool; write the tool \
+        return "a wasi:cli command (it exports wasi:cli/run), not a piton tool; write the tool \
              as a library (crate-type cdylib) with piton-guest-sdk's #[tool] and build it \
              for wasm32-wasip2"
-                .to_owned(),
-        );
+            .to_owned();
     }
-    let (package, _) = TOOL_EXPORT.split_once('@').unwrap_or((TOOL_EXPORT, ""));
-    if let Some(other) = exports
-        .iter()
-        .find(|e| e.strip_prefix(package).is_some_and(|v| v.starts_with('@')))
-    {
+    let other_version = |interface: &str| {
+        let (name, _) = interface.split_once('@').unwrap_or((interface, ""));
+        exports
+            .iter()
+            .find(|e| e.strip_prefix(name).is_some_and(|v| v.starts_with('@')))
+    };
+    if let Some(other) = other_version(TOOL_EXPORT).or_else(|| other_version(TOOLBOX_EXPORT)) {
         let version = other.split_once('@').map_or("", |(_, v)| v);
         let ours = TOOL_EXPORT.split_once('@').map_or("", |(_, v)| v);
-        return Some(format!(
+        return format!(
             "a tool for {}, but this piton loads {TOOL_EXPORT}; build it with a \
              piton-guest-sdk for piton:tool {ours}, or use a piton that loads {version}",
             one_line(other)
-        ));
+        );
     }
     let listed = if exports.is_empty() {
         "nothing".to_owned()
@@ -89,10 +129,10 @@ pub(super) fn exports_problem(exports: &[String]) -> Option<String> {
         }
         names.join(", ")
     };
-    Some(format!(
+    format!(
         "a component that does not export {TOOL_EXPORT} (it exports {listed}); write the \
          tool with piton-guest-sdk's #[tool]"
-    ))
+    )
 }
 
 /// The first line of `text`, at most 300 characters: wasmtime's and wasmparser's
@@ -116,6 +156,23 @@ mod tests {
         assert!(header_problem(b"MZ\x90\0").is_some_and(|m| m.starts_with("not WebAssembly")));
         assert!(header_problem(b"\0asm\x01\0\0\0").is_some_and(|m| m.starts_with("a core")));
         assert_eq!(header_problem(b"\0asm\x0d\0\x01\0"), None);
+    }
+
+    #[test]
+    fn worlds_match_compatible_versions() {
+        let of = |e: &[&str]| world_of(&e.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        assert_eq!(of(&["piton:tool/tool@0.1.0"]), Ok(World::Plugin));
+        assert_eq!(of(&["piton:tool/tool@0.1.1"]), Ok(World::Plugin));
+        assert_eq!(
+            of(&["exports", "piton:tool/toolbox@0.1.7"]),
+            Ok(World::Toolbox)
+        );
+        assert!(of(&["piton:tool/tool@0.2.0"]).is_err_and(|m| m.contains("0.2.0")));
+        assert!(of(&["piton:tool/toolbox@0.10.0"]).is_err());
+        assert!(
+            of(&["piton:tool/tool@0.1.0", "piton:tool/toolbox@0.1.1"])
+                .is_err_and(|m| m.contains("both"))
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod cache;
 mod diagnose;
 pub(crate) mod fds;
 pub(crate) mod fs;
+mod load;
 pub(crate) mod net;
 mod output;
 mod runtime;

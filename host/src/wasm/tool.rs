@@ -1,20 +1,19 @@
-//! A tool that is a WebAssembly component: loaded once, run in a fresh instance per call.
+//! A tool that is a WebAssembly component (a `plugin`, or one tool of a
+//! `toolbox-plugin`): loaded once, run in a fresh instance per call.
 
 use std::future::Future;
-use std::path::Path;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Instant;
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::ResourceTableError;
 use wasmtime::{Store, UpdateDeadline};
 
-use super::bindings::{self, Plugin, PluginPre};
-use super::diagnose;
+use super::bindings::{self, Plugin, PluginPre, ToolboxPlugin, ToolboxPluginPre};
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
 use crate::config::ToolConfig;
-use crate::error::{CallError, LoadError, LoadErrorKind, Trap};
+use crate::error::{CallError, Trap};
 use crate::grants::{Capabilities, Grants};
 use crate::limits::{Limits, OnTrap};
 use crate::source::ToolSource;
@@ -23,12 +22,13 @@ use crate::tool::{
 };
 use piton_wit::Hints;
 
-/// A wasm tool: its spec and hints, read once at load, and its pre-linked component.
+/// A wasm tool: its spec and hints, read once at load, and its pre-linked component
+/// (shared by the tools of one toolbox).
 pub struct WasmTool {
     runtime: WasmRuntime,
-    pre: PluginPre<Sandbox>,
-    spec: ToolSpec,
-    hints: Hints,
+    pre: Pre,
+    pub(super) spec: ToolSpec,
+    pub(super) hints: Hints,
     source: ToolSource,
     limits: Limits,
     grants: Grants,
@@ -47,18 +47,44 @@ impl std::fmt::Debug for WasmTool {
     }
 }
 
+/// The pre-linked component a tool runs from.
+#[derive(Clone)]
+pub(super) enum Pre {
+    /// A `plugin`: the component is the tool.
+    Plugin(Arc<PluginPre<Sandbox>>),
+    /// One tool of a `toolbox-plugin`.
+    Toolbox {
+        /// The toolbox, shared by its tools.
+        pre: Arc<ToolboxPluginPre<Sandbox>>,
+        /// The name the toolbox gave the tool (piton.toml may rename it; the guest
+        /// still knows it by this one).
+        tool: Arc<str>,
+        /// Whether the tool's `hints-for` can answer anything but none.
+        has_hints_for: bool,
+    },
+}
+
+/// A fresh instance of a tool's component.
+pub(super) enum Guest {
+    /// Of a `plugin`.
+    Plugin(Plugin),
+    /// Of a `toolbox-plugin`.
+    Toolbox(ToolboxPlugin),
+}
+
 /// The most bytes the host copies out of a guest's `spec` (its name, description and
 /// input schema together): the limits of [`check_spec_size`](crate::tool::check_spec_size)
 /// and room for the name. A guest that returns more is refused at load before its
 /// text is copied.
-const SPEC_FUEL: usize = crate::tool::MAX_DESCRIPTION + crate::tool::MAX_INPUT_SCHEMA + 64 * 1024;
+pub(super) const SPEC_FUEL: usize =
+    crate::tool::MAX_DESCRIPTION + crate::tool::MAX_INPUT_SCHEMA + 64 * 1024;
 
 /// Room in a call's hostcall fuel beyond its output limit (list headers, a guest's
 /// own host calls); `hints-for` gets this alone.
 const CALL_FUEL_SLACK: usize = 1024 * 1024;
 
 /// What wasmtime says when a guest hands the host more than its hostcall fuel.
-const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
+pub(super) const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
 
 /// Raised by the epoch callback when a call's deadline has passed.
 #[derive(Debug, thiserror::Error)]
@@ -66,94 +92,24 @@ const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
 struct DeadlineExceeded;
 
 /// What to do inside a fresh instance.
-type GuestOp<R> = Box<
+pub(super) type GuestOp<R> = Box<
     dyn for<'s> FnOnce(
             &'s mut Store<Sandbox>,
-            Plugin,
+            Guest,
         ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 's>>
         + Send,
 >;
 
-impl WasmRuntime {
-    /// Loads the component in `path` as a tool.
-    pub async fn load_file(&self, path: &Path) -> Result<WasmTool, LoadError> {
-        let source = ToolSource::File(path.to_path_buf());
-        if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
-            return Err(LoadError {
-                plugin: source,
-                kind: LoadErrorKind::Folder,
-            });
-        }
-        match tokio::fs::read(path).await {
-            Ok(bytes) => self.load(source, bytes).await,
-            Err(e) => Err(LoadError {
-                plugin: source,
-                kind: LoadErrorKind::Io(e),
-            }),
-        }
-    }
-
-    /// Loads a component from its bytes: compiles it (or takes it from the compile
-    /// cache), checks that it fits the `plugin` world, and reads its spec and hints in
-    /// an instance with no capabilities.
-    pub async fn load(&self, source: ToolSource, bytes: Vec<u8>) -> Result<WasmTool, LoadError> {
-        let fail = |kind| LoadError {
-            plugin: source.clone(),
-            kind,
-        };
-        if let Some(problem) = diagnose::header_problem(&bytes) {
-            return Err(fail(LoadErrorKind::Compile(problem)));
-        }
-        let len = bytes.len();
-        let runtime = self.clone();
-        let (component, info, exports) = tokio::task::spawn_blocking(move || {
-            let sha256 = hex::encode(Sha256::digest(&bytes));
-            let component = runtime.compile(&bytes, &sha256)?;
-            let engine = &runtime.inner.engine;
-            let imports = component
-                .component_type()
-                .imports(engine)
-                .map(|(name, _)| name.to_owned())
-                .collect();
-            let exports: Vec<String> = component
-                .component_type()
-                .exports(engine)
-                .map(|(name, _)| name.to_owned())
-                .collect();
-            let info = ComponentInfo {
-                sha256,
-                size: bytes.len() as u64,
-                imports,
-            };
-            wasmtime::Result::Ok((component, info, exports))
-        })
-        .await
-        .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?
-        .map_err(|e| {
-            fail(LoadErrorKind::Compile(diagnose::compile_problem(
-                &root_message(&e),
-                len,
-            )))
-        })?;
-        if let Some(problem) = diagnose::exports_problem(&exports) {
-            return Err(fail(LoadErrorKind::Contract(problem)));
-        }
-
-        let does_not_fit = |e: wasmtime::Error| {
-            fail(LoadErrorKind::Contract(format!(
-                "does not fit the piton:tool@0.1.0 `plugin` world: {}",
-                diagnose::one_line(&root_message(&e))
-            )))
-        };
-        let instance_pre = self
-            .inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(does_not_fit)?;
-        let pre = PluginPre::new(instance_pre).map_err(does_not_fit)?;
-
-        let mut tool = WasmTool {
-            runtime: self.clone(),
+impl WasmTool {
+    /// A tool of `pre` with no spec yet, no grants and the default limits.
+    pub(super) fn new(
+        runtime: WasmRuntime,
+        pre: Pre,
+        source: ToolSource,
+        info: ComponentInfo,
+    ) -> Self {
+        Self {
+            runtime,
             pre,
             spec: ToolSpec {
                 name: String::new(),
@@ -162,61 +118,15 @@ impl WasmRuntime {
                 parallel: true,
             },
             hints: Hints::default(),
-            source: source.clone(),
+            source,
             limits: Limits::default(),
             grants: Grants::default(),
             pins: super::fs::Pins::default(),
             on_trap: OnTrap::default(),
             info,
-        };
-        let (spec, hints) = tool
-            .in_fresh_instance(
-                &Limits::default(),
-                &Capabilities::default(),
-                SPEC_FUEL,
-                Box::new(|store, plugin| {
-                    Box::pin(async move {
-                        let guest = plugin.piton_tool_tool();
-                        let spec = guest.call_spec(&mut *store).await?;
-                        let hints = guest.call_hints(&mut *store).await?;
-                        Ok((spec, hints))
-                    })
-                }),
-            )
-            .await
-            .map_err(|e| {
-                let text = trap_text(e);
-                fail(if text.contains(FUEL_EXHAUSTED) {
-                    LoadErrorKind::Invalid(format!(
-                        "its spec is over {}, more than piton reads (a description may have \
-                         at most {}, an input schema at most {} of JSON); shorten them",
-                        crate::limits::format_size(SPEC_FUEL as u64),
-                        crate::limits::format_size(crate::tool::MAX_DESCRIPTION as u64),
-                        crate::limits::format_size(crate::tool::MAX_INPUT_SCHEMA as u64),
-                    ))
-                } else {
-                    LoadErrorKind::Trap(text)
-                })
-            })?;
-        crate::tool::check_spec_size(&spec.description, spec.input_schema.len())
-            .map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
-        tool.spec = ToolSpec {
-            input_schema: serde_json::from_str(&spec.input_schema).map_err(|e| {
-                fail(LoadErrorKind::Invalid(format!(
-                    "its input schema is not JSON: {e}"
-                )))
-            })?,
-            name: spec.name,
-            description: spec.description,
-            parallel: spec.parallel,
-        };
-        tool.hints = from_wit_hints(hints)
-            .map_err(|e| fail(LoadErrorKind::Invalid(format!("its hints: {e}"))))?;
-        Ok(tool)
+        }
     }
-}
 
-impl WasmTool {
     /// The component's hash, size and imports.
     pub fn info(&self) -> &ComponentInfo {
         &self.info
@@ -271,7 +181,7 @@ impl WasmTool {
     ///
     /// `fuel` bounds the bytes the host copies out of the guest in one go (a result,
     /// or the arguments of one host call): see [`Store::set_hostcall_fuel`].
-    async fn in_fresh_instance<R: Send>(
+    pub(super) async fn in_fresh_instance<R: Send>(
         &self,
         limits: &Limits,
         caps: &Capabilities,
@@ -290,8 +200,13 @@ impl WasmTool {
         let mut store = self.new_store(limits, sandbox);
         store.set_hostcall_fuel(fuel);
         let outcome = tokio::time::timeout(limits.timeout, async {
-            let plugin = self.pre.instantiate_async(&mut store).await?;
-            op(&mut store, plugin).await
+            let guest = match &self.pre {
+                Pre::Plugin(pre) => Guest::Plugin(pre.instantiate_async(&mut store).await?),
+                Pre::Toolbox { pre, .. } => {
+                    Guest::Toolbox(pre.instantiate_async(&mut store).await?)
+                }
+            };
+            op(&mut store, guest).await
         })
         .await;
 
@@ -459,16 +374,33 @@ impl Tool for WasmTool {
     }
 
     async fn hints_for(&self, args: &Args) -> Result<Option<Hints>, CallError> {
+        if let Pre::Toolbox {
+            has_hints_for: false,
+            ..
+        } = &self.pre
+        {
+            return Ok(None);
+        }
         let text = self.args_text(args)?;
+        let tool = self.toolbox_name();
         let answer = self
             .in_fresh_instance(
                 &self.limits,
                 &Capabilities::default(),
                 CALL_FUEL_SLACK,
-                Box::new(move |store, plugin| {
-                    Box::pin(
-                        async move { plugin.piton_tool_tool().call_hints_for(store, &text).await },
-                    )
+                Box::new(move |store, guest| {
+                    Box::pin(async move {
+                        match guest {
+                            Guest::Plugin(p) => {
+                                p.piton_tool_tool().call_hints_for(store, &text).await
+                            }
+                            Guest::Toolbox(b) => {
+                                b.piton_tool_toolbox()
+                                    .call_hints_for(store, &tool, &text)
+                                    .await
+                            }
+                        }
+                    })
                 }),
             )
             .await?;
@@ -491,8 +423,17 @@ impl Tool for WasmTool {
 }
 
 impl WasmTool {
+    /// The name the toolbox knows this tool by; empty for a `plugin`.
+    fn toolbox_name(&self) -> Arc<str> {
+        match &self.pre {
+            Pre::Plugin(_) => Arc::from(""),
+            Pre::Toolbox { tool, .. } => tool.clone(),
+        }
+    }
+
     async fn run(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
         let text = self.args_text(args)?;
+        let tool = self.toolbox_name();
         let result = self
             .in_fresh_instance(
                 &self.limits,
@@ -500,8 +441,15 @@ impl WasmTool {
                 usize::try_from(self.limits.max_output)
                     .unwrap_or(usize::MAX)
                     .saturating_add(CALL_FUEL_SLACK),
-                Box::new(move |store, plugin| {
-                    Box::pin(async move { plugin.piton_tool_tool().call_run(store, &text).await })
+                Box::new(move |store, guest| {
+                    Box::pin(async move {
+                        match guest {
+                            Guest::Plugin(p) => p.piton_tool_tool().call_run(store, &text).await,
+                            Guest::Toolbox(b) => {
+                                b.piton_tool_toolbox().call_run(store, &tool, &text).await
+                            }
+                        }
+                    })
                 }),
             )
             .await
@@ -523,20 +471,20 @@ impl WasmTool {
     }
 }
 
-fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, piton_wit::HintsError> {
+pub(super) fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, piton_wit::HintsError> {
     Hints::new(h.read_only, h.destructive, h.idempotent, h.open_world)
 }
 
 /// The innermost cause of a wasmtime error: the trap or the reason, without the
 /// backtrace and context lines that wrap it.
-fn root_message(error: &wasmtime::Error) -> String {
+pub(super) fn root_message(error: &wasmtime::Error) -> String {
     match error.downcast_ref::<wasmtime::Trap>() {
         Some(trap) => trap.to_string(),
         None => error.root_cause().to_string(),
     }
 }
 
-fn trap_text(error: CallError) -> String {
+pub(super) fn trap_text(error: CallError) -> String {
     match error {
         CallError::Trap { trap, .. } => trap.to_string(),
         other => other.to_string(),
