@@ -76,10 +76,27 @@
 //! panic message goes to the component's stderr (std's default panic hook).
 //!
 //! Tools are synchronous functions; `async fn` is not supported.
+//!
+//! # Several tools in one component
+//!
+//! Mark each function `#[tool(export = false)]` and list their tools in one
+//! [`toolbox!`]: the component then exports the `piton:tool/toolbox` interface,
+//! and piton loads each tool as its own entry (own piton.toml section and grants).
+//!
+//! ```ignore
+//! #[tool(read_only, open_world = false, export = false)]
+//! fn count(text: String) -> usize { text.len() }
+//!
+//! #[tool(read_only, open_world = false, export = false)]
+//! fn shout(text: String) -> String { text.to_uppercase() }
+//!
+//! piton_guest_sdk::toolbox!(CountTool, ShoutTool);
+//! ```
 
 mod content;
 mod error;
 mod tool;
+mod toolbox;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -97,11 +114,25 @@ pub mod bindings {
     });
 }
 
+/// The `piton:tool` `toolbox-plugin` bindings (several tools in one component),
+/// sharing the `types` of [`bindings`].
+#[doc(hidden)]
+pub mod toolbox_bindings {
+    #![allow(missing_docs, clippy::all)]
+    wit_bindgen::generate!({
+        world: "toolbox-plugin",
+        path: "../wit",
+        pub_export_macro: true,
+        with: { "piton:tool/types@0.1.1": crate::bindings::piton::tool::types },
+    });
+}
+
 pub use content::{Content, Image};
 pub use error::ToolError;
 pub use piton_guest_sdk_macros::tool;
 pub use piton_wit::Hints;
 pub use tool::{Tool, ToolSpec};
+pub use toolbox::{Toolbox, ToolboxEntry};
 
 pub use schemars;
 pub use serde;

@@ -219,3 +219,38 @@ fn rename(bytes: &mut [u8], from: &str, to: &str) -> usize {
     }
     found
 }
+
+#[tokio::test]
+async fn a_rust_crate_with_several_tools_is_one_toolbox() {
+    let folder = plugins_folder(&[("sdk.wasm", guests::TOOLBOX_SDK)]);
+    let loaded = load_folder(folder.path(), "").await;
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    assert_eq!(loaded.registry.names(), ["append", "words"]);
+    let words = loaded.registry.get("words").expect("words is listed");
+    assert_eq!(words.hints(), Hints::read_only().open_world(false));
+    assert_eq!(words.spec().description, "Count the words in a text.");
+    let append = loaded.registry.get("append").expect("append is listed");
+    assert!(!append.hints().is_read_only() && !append.hints().is_destructive());
+    let empty = json!({"line": ""});
+    assert_eq!(
+        loaded
+            .registry
+            .hints_for("append", empty.as_object().expect("an object"))
+            .await
+            .expect("asks"),
+        Hints::read_only().open_world(false)
+    );
+    let result = loaded
+        .registry
+        .call("words", json!({"text": "a b c"}))
+        .await
+        .expect("runs");
+    assert_eq!(texts(&result), ["3"]);
+    let result = loaded
+        .registry
+        .call("append", json!({"line": "x"}))
+        .await
+        .expect("runs");
+    let error = result.expect_err("append was granted nothing").to_string();
+    assert!(error.contains("cannot open /out/log"), "{error}");
+}

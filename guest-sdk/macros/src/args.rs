@@ -6,8 +6,8 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Lit, LitStr, Meta, Path, Token};
 
-const OPTIONS: &str =
-    "name, description, parallel, read_only, destructive, idempotent, open_world, hints_for";
+const OPTIONS: &str = "name, description, parallel, read_only, destructive, idempotent, \
+     open_world, hints_for, export";
 
 /// The options of one `#[tool(...)]`, checked.
 pub(crate) struct Options {
@@ -16,6 +16,8 @@ pub(crate) struct Options {
     pub(crate) parallel: bool,
     pub(crate) hints_for: Option<Path>,
     pub(crate) hints: Hints,
+    /// False: the tool is not exported on its own, but listed in a `toolbox!`.
+    pub(crate) export: bool,
 }
 
 /// The tool's own hints, with the seed's defaults applied.
@@ -38,6 +40,7 @@ struct Raw {
     idempotent: Option<Flag>,
     open_world: Option<Flag>,
     hints_for: Option<Path>,
+    export: Option<Flag>,
 }
 
 impl Options {
@@ -67,6 +70,7 @@ impl Options {
             parallel: raw.parallel.is_none_or(|flag| flag.value),
             hints_for: raw.hints_for,
             hints,
+            export: raw.export.is_none_or(|flag| flag.value),
         })
     }
 }
@@ -85,6 +89,7 @@ impl Raw {
             "idempotent" => put(&mut self.idempotent, flag(meta, &key)?, meta, &key),
             "open_world" => put(&mut self.open_world, flag(meta, &key)?, meta, &key),
             "hints_for" => put(&mut self.hints_for, path(meta, &key)?, meta, &key),
+            "export" => put(&mut self.export, flag(meta, &key)?, meta, &key),
             _ => Err(unknown(meta.path())),
         }
     }

@@ -61,6 +61,10 @@ pub(crate) fn expand(options: Options, mut function: ItemFn) -> syn::Result<Toke
         }
     });
     let parallel = options.parallel;
+    // `export = false`: a `toolbox!` of the crate exports it with the others.
+    let export = options
+        .export
+        .then(|| quote!(::piton_guest_sdk::export!(#tool);));
     let idents: Vec<&Ident> = params.iter().map(|param| &param.ident).collect();
     let name = LitStr::new(&name, fn_ident.span());
     let output = convert_output(&signature::output(&function.sig), &name);
@@ -109,7 +113,7 @@ pub(crate) fn expand(options: Options, mut function: ItemFn) -> syn::Result<Toke
             }
         };
 
-        ::piton_guest_sdk::export!(#tool);
+        #export
     })
 }
 

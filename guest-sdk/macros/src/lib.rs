@@ -22,8 +22,10 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
-/// A crate (one component) has exactly one `#[tool]`; a second one is a compile
-/// error naming `only_one_piton_tool_per_crate`. The function is synchronous
+/// A crate (one component) exports one `#[tool]`; a second one is a compile
+/// error naming `only_one_piton_tool_per_crate`. For several tools in one
+/// component, mark each `#[tool(export = false)]` and list their `XTool` structs
+/// in one `piton_guest_sdk::toolbox!(ATool, BTool)`. The function is synchronous
 /// (no `async`), not generic, and free (no `self`). It stays a plain Rust
 /// function that native tests can call.
 ///
@@ -64,6 +66,7 @@ use proc_macro::TokenStream;
 /// | `idempotent` | calling it again with the same arguments has no further effect | `false` unless read-only |
 /// | `open_world` | it reaches outside its own domain (web, shell, other systems) | `true` |
 /// | `hints_for = path` | a `fn(&serde_json::Value) -> Option<Hints>` telling the hints of one call | none |
+/// | `export = false` | not exported alone: listed in the crate's `toolbox!` with other tools | true |
 ///
 /// A hint is written bare (`read_only`, meaning true) or `= true`/`= false`. A
 /// hint left out assumes the worst; `read_only` with `destructive = true` or
