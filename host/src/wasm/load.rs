@@ -281,8 +281,13 @@ fn read_failed(tool: &WasmTool, error: crate::error::CallError, fuel: usize) -> 
         plugin: tool.source(),
         kind: if text.contains(FUEL_EXHAUSTED) {
             LoadErrorKind::Invalid(format!(
-                "its spec is over {}, more than piton reads (a description may have \
+                "{} over {}, more than piton reads (a description may have \
                  at most {}, an input schema at most {} of JSON); shorten them",
+                if fuel == TOOLBOX_FUEL {
+                    "its tools' specs are together"
+                } else {
+                    "its spec is"
+                },
                 crate::limits::format_size(fuel as u64),
                 crate::limits::format_size(crate::tool::MAX_DESCRIPTION as u64),
                 crate::limits::format_size(crate::tool::MAX_INPUT_SCHEMA as u64),
