@@ -320,3 +320,21 @@ pub(crate) fn serve_http_with(
         .unwrap_or_else(|| panic!("not `listening on http://IP:PORT/mcp`: {line}"));
     (running, addr)
 }
+
+/// Replaces every `from` in `bytes` with `to`, of equal length; how many there were.
+pub(crate) fn rename(bytes: &mut [u8], from: &str, to: &str) -> usize {
+    assert_eq!(from.len(), to.len());
+    let mut found = 0;
+    let mut at = 0;
+    while let Some(i) = bytes
+        .get(at..)
+        .unwrap_or_default()
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+    {
+        bytes[at + i..at + i + from.len()].copy_from_slice(to.as_bytes());
+        at += i + from.len();
+        found += 1;
+    }
+    found
+}

@@ -202,24 +202,6 @@ fn piton_list_shows_each_tool_of_a_toolbox_with_its_file() {
     assert!(stdout(&out).contains("notes.wasm"), "{}", stdout(&out));
 }
 
-/// Replaces every `from` in `bytes` with `to`, of equal length; how many there were.
-fn rename(bytes: &mut [u8], from: &str, to: &str) -> usize {
-    assert_eq!(from.len(), to.len());
-    let mut found = 0;
-    let mut at = 0;
-    while let Some(i) = bytes
-        .get(at..)
-        .unwrap_or_default()
-        .windows(from.len())
-        .position(|w| w == from.as_bytes())
-    {
-        bytes[at + i..at + i + from.len()].copy_from_slice(to.as_bytes());
-        at += i + from.len();
-        found += 1;
-    }
-    found
-}
-
 #[tokio::test]
 async fn a_rust_crate_with_several_tools_is_one_toolbox() {
     let folder = plugins_folder(&[("sdk.wasm", guests::TOOLBOX_SDK)]);
