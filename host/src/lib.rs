@@ -30,6 +30,7 @@
 //! ```
 
 mod approve;
+pub mod build;
 mod bundled;
 pub mod cli;
 pub mod config;

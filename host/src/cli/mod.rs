@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 use crate::registry::Registry;
 
+mod build;
 mod call;
 mod inspect;
 mod list;
@@ -82,6 +83,16 @@ enum Command {
         http: Option<String>,
         #[command(flatten)]
         limits: serve::HttpLimitsArg,
+    },
+    /// Build a tool project (Rust, Python, JavaScript or C) or a single source file
+    /// (tools.py, tools.js, tool.c) into a component, and print its path.
+    Build {
+        /// The project folder or source file. Default: the current folder.
+        path: Option<PathBuf>,
+        /// Where the component goes. Default: NAME.wasm in the project folder, where
+        /// NAME is the folder's name or the file's stem.
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -158,6 +169,11 @@ async fn run(command: Command) -> io::Result<Outcome> {
             http,
             limits,
         } => Ok(serve::serve(plugins, http.as_deref(), limits.limits()).await),
+        Command::Build { path, out } => {
+            Ok(tokio::task::spawn_blocking(move || build::build(path, out))
+                .await
+                .unwrap_or(Outcome::Stopped))
+        }
     }
 }
 
