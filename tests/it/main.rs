@@ -5,6 +5,7 @@ mod cli;
 mod config;
 mod fs;
 mod hostile;
+mod lang;
 mod limits;
 mod loading;
 mod mcp_client;

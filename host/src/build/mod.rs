@@ -86,6 +86,9 @@ impl fmt::Display for Lang {
 pub struct Toolchains {
     /// The `cargo` to run. Default: `$CARGO`, else `cargo`.
     pub cargo: Option<PathBuf>,
+    /// The target folder Rust tools build in. Default: the crate's own (its
+    /// workspace's) `target/`.
+    pub cargo_target_dir: Option<PathBuf>,
     /// A Python 3 with componentize-py 0.25.1 installed. Default: `python3`.
     pub python: Option<PathBuf>,
     /// The `componentize-js` CLI of `@bytecodealliance/componentize-js` 0.23.0.
@@ -111,6 +114,7 @@ impl Toolchains {
         };
         Toolchains {
             cargo: var("PITON_CARGO").or_else(|| var("CARGO")),
+            cargo_target_dir: None,
             python: var("PITON_PYTHON"),
             componentize_js: var("PITON_COMPONENTIZE_JS"),
             node: var("PITON_NODE"),

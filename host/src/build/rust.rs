@@ -47,6 +47,9 @@ pub(super) fn build(
     ] {
         command.env_remove(var);
     }
+    if let Some(dir) = &toolchains.cargo_target_dir {
+        command.arg("--target-dir").arg(dir);
+    }
     let stdout = run(&mut command, "cargo build").map_err(|message| BuildError::Failed {
         lang: Lang::Rust,
         message,
