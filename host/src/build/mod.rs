@@ -14,6 +14,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod c;
 mod rust;
 
 /// A language piton builds tools from.
@@ -98,7 +99,8 @@ pub struct Toolchains {
     pub node: Option<PathBuf>,
     /// The `clang` that compiles C for `wasm32-wasi`. Default: `clang` on `PATH`.
     pub clang: Option<PathBuf>,
-    /// The wasi-libc sysroot. Default: `/usr/share/wasi-sysroot` (Debian's `wasi-libc`).
+    /// The wasi-libc sysroot (holding `lib/wasm32-wasi/libc.a`). Default: `/usr`
+    /// (Debian's `wasi-libc`), else `/usr/share/wasi-sysroot`.
     pub wasi_sysroot: Option<PathBuf>,
 }
 
@@ -294,7 +296,8 @@ pub fn build(
     }
     match source.lang {
         Lang::Rust => rust::build(&source, &out, toolchains)?,
-        Lang::Python | Lang::Js | Lang::C => {
+        Lang::C => c::build(&source, &out, toolchains)?,
+        Lang::Python | Lang::Js => {
             return Err(BuildError::Missing {
                 lang: source.lang,
                 what: format!("piton's {} builder", source.lang),
