@@ -75,7 +75,7 @@ fn tally() -> String {
 
 /// The test tool that tries what a buggy C tool would, built.
 fn probe() -> String {
-    built("tests/c-guests/probe.c").display().to_string()
+    built("tests/c/probe.c").display().to_string()
 }
 
 /// A folder holding `notes.txt` ("one two\nthree\n").

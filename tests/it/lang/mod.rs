@@ -6,6 +6,7 @@
 //! one run, and the next run, build each source once.
 
 mod c;
+mod c_json;
 
 use std::collections::HashMap;
 use std::fs;
