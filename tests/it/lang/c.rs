@@ -4,6 +4,7 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
+use std::process::Command;
 
 use piton_host::build::BuildError;
 use piton_host::grants::{Grants, Mount, MountMode};
@@ -394,4 +395,58 @@ fn a_c_source_clang_refuses_fails_the_build_with_its_file_and_line() {
         "{text}"
     );
     assert!(!dir.path().join("out.wasm").exists());
+}
+
+#[tokio::test]
+async fn the_c_example_runs_in_256_kib_of_memory() {
+    // What guest-sdk/c/README.md states: wasi-libc's stdio buffers for two files fit
+    // in 256 KiB; the host's default limit (64 MiB) is far above what C needs.
+    let data = notes_folder();
+    let tool = with_settings(
+        load(&tally()).await,
+        write_grant(data.path()),
+        Limits {
+            memory: 256 << 10,
+            ..Limits::default()
+        },
+    );
+    let mut registry = Registry::new();
+    registry.add(tool).expect("one tool");
+    let appended = call_ok(
+        &registry,
+        "tally",
+        json!({"path": "/data/notes.txt", "append": "four"}),
+    )
+    .await;
+    assert_eq!(appended, [r#"{"bytes":19,"lines":3,"words":4}"#]);
+}
+
+#[test]
+fn the_c_template_builds_and_passes_its_own_test() {
+    let project = tempfile::tempdir().expect("temp dir");
+    let template = repo_root().join("guest-sdk/templates/c");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&template).expect("the C template") {
+        let path = entry.expect("a template file").path();
+        let name = path.file_name().expect("a file name").to_owned();
+        let text = std::fs::read_to_string(&path).expect("a text file");
+        let text = text
+            .replace("__NAME__", "count_words")
+            .replace("__PROJECT__", "counter");
+        std::fs::write(project.path().join(&name), text).expect("write the project");
+        names.push(name.to_string_lossy().into_owned());
+    }
+    names.sort();
+    assert_eq!(names, ["README.md", "test.sh", "tool.c"]);
+    // The one command its README gives, with this build's piton.
+    let out = run(Command::new("sh")
+        .arg("test.sh")
+        .current_dir(project.path())
+        .env("PITON", piton_bin())
+        .env("PITON_CACHE_DIR", cache_dir())
+        .env_remove("PITON_PLUGINS")
+        .env_remove("PITON_CONFIG"));
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out), "ok: count_words works\n");
+    assert!(project.path().join("counter.wasm").is_file());
 }
