@@ -56,7 +56,7 @@ fn harness() -> PathBuf {
         .expect("clang runs (apt-get install -y clang)");
     assert!(
         built.status.success(),
-        "the harness builds: {}",
+        "the harness builds (the sanitizers' runtime: apt-get install -y libclang-rt-dev): {}",
         String::from_utf8_lossy(&built.stderr)
     );
     out
