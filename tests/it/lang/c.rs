@@ -450,3 +450,55 @@ fn the_c_template_builds_and_passes_its_own_test() {
     assert_eq!(stdout(&out), "ok: count_words works\n");
     assert!(project.path().join("counter.wasm").is_file());
 }
+
+#[tokio::test]
+async fn c_hints_resolve_as_the_seed_says_and_contradicting_ones_refuse_the_load() {
+    // read_only = yes makes destructive no and idempotent yes.
+    assert_eq!(
+        load(&probe()).await.hints(),
+        Hints::read_only().open_world(false)
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("tool.c"),
+        "#include \"piton.h\"\n\
+         static piton_status run(const piton_json *a, piton_result *r) { (void)a; return piton_text(r, \"x\"); }\n\
+         PITON_TOOL(.name = \"liar\", .hints = {.read_only = PITON_YES, .destructive = PITON_YES}, .run = run);\n",
+    )
+    .expect("write tool.c");
+    let wasm = dir.path().join("liar.wasm");
+    piton_host::build::build(dir.path(), Some(&wasm), &toolchains()).expect("it compiles");
+    let refused = runtime()
+        .load_file(&wasm)
+        .await
+        .expect_err("contradicting hints do not load");
+    let text = refused.to_string();
+    assert!(
+        text.contains("read_only = PITON_YES with destructive = PITON_YES"),
+        "{text}"
+    );
+}
+
+#[test]
+fn piton_build_names_the_apt_get_command_when_the_c_toolchain_is_missing() {
+    let source = repo_root().join("plugins/tally-c");
+    let out = tempfile::tempdir().expect("temp dir");
+    for (var, value) in [
+        ("PITON_CLANG", "/nonexistent/clang"),
+        ("PITON_WASI_SYSROOT", "/nonexistent"),
+    ] {
+        let built = run(piton()
+            .arg("build")
+            .arg(&source)
+            .arg("-o")
+            .arg(out.path().join("tally.wasm"))
+            .env(var, value));
+        let text = stderr(&built);
+        assert_eq!(built.status.code(), Some(1), "{var}: {text}");
+        assert!(
+            text.contains("apt-get install -y clang lld wasi-libc libclang-rt-dev-wasm32"),
+            "{var}: {text}"
+        );
+    }
+    assert!(!out.path().join("tally.wasm").exists());
+}
