@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+mod c;
 pub mod new;
 mod project;
 mod rust;
@@ -36,7 +37,8 @@ pub fn build(
     }
     match source.lang {
         Lang::Rust => rust::build(&source, &out, toolchains)?,
-        Lang::Python | Lang::Js | Lang::C => {
+        Lang::C => c::build(&source, &out, toolchains)?,
+        Lang::Python | Lang::Js => {
             return Err(BuildError::Missing {
                 lang: source.lang,
                 what: format!("piton's {} builder", source.lang),

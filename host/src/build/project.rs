@@ -87,7 +87,8 @@ pub struct Toolchains {
     pub node: Option<PathBuf>,
     /// The `clang` that compiles C for `wasm32-wasi`. Default: `clang` on `PATH`.
     pub clang: Option<PathBuf>,
-    /// The wasi-libc sysroot. Default: `/usr/share/wasi-sysroot` (Debian's `wasi-libc`).
+    /// The wasi-libc sysroot (holding `lib/wasm32-wasi/libc.a`). Default: `/usr`
+    /// (Debian's `wasi-libc`), else `/usr/share/wasi-sysroot`.
     pub wasi_sysroot: Option<PathBuf>,
 }
 

@@ -12,18 +12,27 @@ use crate::support::{piton, run, stderr, stdout};
 
 /// `piton` with the test toolchains in its environment.
 fn piton_with_toolchains(rust_target: &Path) -> Command {
-    let t = toolchains();
     let mut cmd = piton();
-    let set = |cmd: &mut Command, var: &str, value: &Option<PathBuf>| {
+    with_toolchains(&mut cmd, rust_target);
+    cmd
+}
+
+/// Puts the test toolchains, the tests' compile cache and `PITON` (the binary under
+/// test, which the templates' tests run) into `cmd`'s environment.
+fn with_toolchains(cmd: &mut Command, rust_target: &Path) {
+    let t = toolchains();
+    for (var, value) in [
+        ("PITON_PYTHON", &t.python),
+        ("PITON_COMPONENTIZE_JS", &t.componentize_js),
+        ("PITON_NODE", &t.node),
+    ] {
         if let Some(value) = value {
             cmd.env(var, value);
         }
-    };
-    set(&mut cmd, "PITON_PYTHON", &t.python);
-    set(&mut cmd, "PITON_COMPONENTIZE_JS", &t.componentize_js);
-    set(&mut cmd, "PITON_NODE", &t.node);
-    cmd.env("CARGO_TARGET_DIR", rust_target);
-    cmd
+    }
+    cmd.env("CARGO_TARGET_DIR", rust_target)
+        .env("PITON", env!("CARGO_BIN_EXE_piton"))
+        .env("PITON_CACHE_DIR", crate::support::cache_dir());
 }
 
 /// Where Rust projects made by the tests build: kept between runs.
@@ -46,10 +55,10 @@ fn round_trip(lang: &str, test: Option<&[&str]>) {
     assert!(stdout(&made).contains("word_count"), "{}", stdout(&made));
 
     if let Some([program, args @ ..]) = test {
-        let out = run(Command::new(program)
-            .args(args)
-            .current_dir(&dir)
-            .env("CARGO_TARGET_DIR", rust_target()));
+        let mut command = Command::new(program);
+        command.args(args).current_dir(&dir);
+        with_toolchains(&mut command, &rust_target());
+        let out = run(&mut command);
         assert!(
             out.status.success(),
             "the {lang} template's test failed: {}{}",
@@ -113,6 +122,11 @@ fn round_trip(lang: &str, test: Option<&[&str]>) {
 #[test]
 fn rust_round_trip() {
     round_trip("rust", Some(&["cargo", "test", "--quiet"]));
+}
+
+#[test]
+fn c_round_trip() {
+    round_trip("c", Some(&["sh", "test.sh"]));
 }
 
 #[test]
