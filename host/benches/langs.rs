@@ -1,0 +1,230 @@
+//! What a tool costs in each language piton builds: the same `word_count` tool (each
+//! language's `piton new` template) built from source, then its component size, its
+//! cold compile time, its load time from the compile cache, the cost of a call in a
+//! fresh instance (median and p99), and the least memory a call runs in.
+//!
+//! Run with: `cargo bench -p piton-host --bench langs` (optionally followed by the
+//! languages to measure: `-- rust c`). The Python and JavaScript toolchains come from
+//! `tests/peers/install` (run here), C's from the system (clang, lld, wasi-libc).
+//! Cold compiles of a Python or JavaScript component take seconds: this bench times a
+//! few of them by hand rather than through criterion's many samples.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use piton_host::Limits;
+use piton_host::Registry;
+use piton_host::build::{Lang, Toolchains};
+use piton_host::config::ToolConfig;
+use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
+use serde_json::json;
+
+const TEXT: &str = "the quick brown fox jumps over the lazy dog";
+const COLD_COMPILES: usize = 3;
+const CACHED_LOADS: usize = 10;
+const CALLS: usize = 300;
+
+fn main() {
+    let wanted: Vec<Lang> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| Lang::from_name(&a))
+        .collect();
+    let langs = if wanted.is_empty() {
+        Lang::ALL.to_vec()
+    } else {
+        wanted
+    };
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let toolchains = toolchains();
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    println!(
+        "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>10}",
+        "lang", "size", "build", "cold compile", "cached load", "call median", "call p99", "memory"
+    );
+    for lang in langs {
+        let dir = scratch.path().join(lang.name()).join("word-count");
+        piton_host::build::new::new_project(lang, &dir).expect("the template is made");
+        let started = Instant::now();
+        let built = match piton_host::build::build(&dir, None, &toolchains) {
+            Ok(built) => built,
+            Err(e) => {
+                println!("{:<7} cannot build: {e}", lang.name());
+                continue;
+            }
+        };
+        let build_time = started.elapsed();
+        let size = std::fs::metadata(&built.wasm).map_or(0, |m| m.len());
+        let row = rt.block_on(measure(&built.wasm, scratch.path()));
+        println!(
+            "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>10}",
+            lang.name(),
+            mib(size),
+            secs(build_time),
+            secs(row.cold_compile),
+            ms(row.cached_load),
+            us(row.call_median),
+            us(row.call_p99),
+            row.memory
+                .map_or_else(|| "> 256MiB".to_owned(), piton_host::format_size),
+        );
+    }
+}
+
+struct Row {
+    cold_compile: Duration,
+    cached_load: Duration,
+    call_median: Duration,
+    call_p99: Duration,
+    memory: Option<u64>,
+}
+
+async fn measure(wasm: &Path, scratch: &Path) -> Row {
+    // Cold: a new engine with no compile cache each time; the median of a few.
+    let mut cold = Vec::new();
+    for _ in 0..COLD_COMPILES {
+        let runtime = runtime(None);
+        let started = Instant::now();
+        load(&runtime, wasm).await;
+        cold.push(started.elapsed());
+    }
+    // Cached: a new engine over a compile cache that holds the component.
+    let cache = scratch.join(format!("cache-{}", wasm.display().to_string().len()));
+    load(&runtime(Some(cache.clone())), wasm).await;
+    let mut cached = Vec::new();
+    for _ in 0..CACHED_LOADS {
+        let runtime = runtime(Some(cache.clone()));
+        let started = Instant::now();
+        load(&runtime, wasm).await;
+        cached.push(started.elapsed());
+    }
+    // Calls: each in a fresh instance, one after another.
+    let runtime = runtime(Some(cache));
+    let registry = registry_of(load(&runtime, wasm).await, Limits::default());
+    let args = json!({ "text": TEXT });
+    for _ in 0..20 {
+        call(&registry, &args).await;
+    }
+    let mut calls = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        call(&registry, &args).await;
+        calls.push(started.elapsed());
+    }
+    // The least memory limit (in steps) under which a call still answers.
+    let mut memory = None;
+    for mib in [1u64, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256] {
+        let limits = Limits {
+            memory: mib << 20,
+            ..Limits::default()
+        };
+        let registry = registry_of(load(&runtime, wasm).await, limits);
+        if matches!(registry.call("word_count", args.clone()).await, Ok(Ok(_))) {
+            memory = Some(mib << 20);
+            break;
+        }
+    }
+    Row {
+        cold_compile: median(&mut cold),
+        cached_load: median(&mut cached),
+        call_median: median(&mut calls),
+        call_p99: percentile(&mut calls, 99),
+        memory,
+    }
+}
+
+fn runtime(cache_dir: Option<PathBuf>) -> WasmRuntime {
+    WasmRuntime::new(RuntimeConfig {
+        cache_dir,
+        ..RuntimeConfig::default()
+    })
+    .expect("a runtime")
+}
+
+async fn load(runtime: &WasmRuntime, wasm: &Path) -> WasmTool {
+    let mut tools = runtime
+        .load_file_tools(wasm)
+        .await
+        .expect("the component loads");
+    let at = tools
+        .iter()
+        .position(|t| piton_host::Tool::spec(t).name == "word_count")
+        .expect("a word_count tool");
+    tools.swap_remove(at)
+}
+
+fn registry_of(tool: WasmTool, limits: Limits) -> Registry {
+    let settings = ToolConfig {
+        limits,
+        ..ToolConfig::default()
+    };
+    let mut registry = Registry::new();
+    registry
+        .add(tool.configured(&settings).expect("limits apply"))
+        .expect("one tool");
+    registry
+}
+
+async fn call(registry: &Registry, args: &serde_json::Value) {
+    let result = registry.call("word_count", args.clone()).await;
+    assert!(matches!(result, Ok(Ok(_))), "word_count failed: {result:?}");
+}
+
+/// The test toolchains: `tests/peers/install` puts componentize-py and
+/// componentize-js into `target/peers`.
+fn toolchains() -> Toolchains {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target tmp folder has a parent")
+        .to_path_buf();
+    let peers = target.join("peers");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/install");
+    let status = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(&peers)
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        eprintln!(
+            "{} failed: Python and JavaScript will not build",
+            script.display()
+        );
+    }
+    let bin = peers.join("node_modules/.bin");
+    Toolchains {
+        python: Some(peers.join("venv/bin/python")),
+        componentize_js: Some(bin.join("componentize-js")),
+        node: Some(bin.join("node")),
+        cargo_target_dir: Some(target.join("lang-rust")),
+        ..Toolchains::from_env()
+    }
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    percentile(samples, 50)
+}
+
+fn percentile(samples: &mut [Duration], p: usize) -> Duration {
+    samples.sort();
+    let at = (samples.len() * p / 100).min(samples.len().saturating_sub(1));
+    samples.get(at).copied().unwrap_or_default()
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    } else {
+        format!("{:.0} KiB", bytes as f64 / 1024.0)
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
