@@ -14,6 +14,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+mod python;
 mod rust;
 
 /// A language piton builds tools from.
@@ -294,7 +295,8 @@ pub fn build(
     }
     match source.lang {
         Lang::Rust => rust::build(&source, &out, toolchains)?,
-        Lang::Python | Lang::Js | Lang::C => {
+        Lang::Python => python::build(&source, &out, toolchains)?,
+        Lang::Js | Lang::C => {
             return Err(BuildError::Missing {
                 lang: source.lang,
                 what: format!("piton's {} builder", source.lang),

@@ -5,6 +5,8 @@
 //! `target/lang-built` under a hash of everything it was built from, so the tests of
 //! one run, and the next run, build each source once.
 
+mod python;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
