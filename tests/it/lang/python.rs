@@ -386,3 +386,114 @@ fn piton_serve_lists_and_calls_python_tools_for_the_official_mcp_client() {
     assert_eq!(refused["isError"], true, "{refused:#}");
     assert_eq!(only_text(refused), "(input error: kind is not right)");
 }
+
+#[tokio::test]
+async fn the_notes_example_narrows_its_hints_and_the_sandbox_holds_it_to_them() {
+    let notes = tempfile::tempdir().expect("temp dir");
+    std::fs::write(notes.path().join("one.txt"), "first").expect("write a note");
+    let at = format!("{:?}", notes.path().display().to_string());
+    let folder = plugins_folder(&[(
+        "notes.wasm",
+        built("plugins/notes-py").to_str().expect("utf-8 path"),
+    )]);
+    let mut config = String::new();
+    for (tool, mode) in [
+        ("list_notes", "read"),
+        ("read_note", "read"),
+        ("add_note", "write"),
+        ("delete_note", "write"),
+    ] {
+        config += &format!(
+            "[tools.{tool}]\nmounts = [{{ host = {at}, guest = \"/notes\", mode = \"{mode}\" }}]\n"
+        );
+    }
+    std::fs::write(folder.path().join("piton.toml"), config).expect("write piton.toml");
+    let registry = load(folder.path()).await.registry;
+    assert_eq!(
+        registry.names(),
+        ["add_note", "delete_note", "list_notes", "read_note"]
+    );
+    let read_note = registry.get("read_note").expect("listed").spec().clone();
+    assert_eq!(read_note.description, "Read one note.");
+    assert_eq!(
+        read_note.input_schema["properties"]["name"]["description"],
+        "The note's name, as list_notes shows it."
+    );
+
+    let list = registry.call("list_notes", json!({})).await.expect("runs");
+    assert_eq!(
+        list,
+        Ok(vec![Content::Json {
+            json: json!(["one"])
+        }])
+    );
+    assert_eq!(
+        call_error(&registry, "read_note", json!({"name": "two"})).await,
+        ToolError::Failed("no note named 'two'".into())
+    );
+    let error = call_error(&registry, "read_note", json!({"name": "../x"})).await;
+    assert!(
+        matches!(&error, ToolError::Input(m) if m.contains("'../x'")),
+        "{error:?}"
+    );
+
+    // Without overwrite the call is not destructive: the folder is mounted add-only,
+    // so the tool's own write_text cannot replace a note, whatever its code does.
+    let add = |args: Value| {
+        let args = args.as_object().expect("an object").clone();
+        let registry = &registry;
+        async move { registry.hints_for("add_note", &args).await.expect("asks") }
+    };
+    assert!(
+        !add(json!({"name": "one", "text": "x"}))
+            .await
+            .is_destructive()
+    );
+    assert!(
+        add(json!({"name": "one", "text": "x", "overwrite": true}))
+            .await
+            .is_destructive()
+    );
+    assert_eq!(
+        call_ok(
+            &registry,
+            "add_note",
+            json!({"name": "two", "text": "second"})
+        )
+        .await,
+        ["saved two"]
+    );
+    assert_eq!(
+        call_error(
+            &registry,
+            "add_note",
+            json!({"name": "one", "text": "replaced"})
+        )
+        .await,
+        ToolError::Failed("that note exists: pass overwrite=true to replace it".into())
+    );
+    let read = |name: &str| std::fs::read_to_string(notes.path().join(format!("{name}.txt")));
+    assert_eq!(read("one").expect("one"), "first");
+    assert_eq!(read("two").expect("two"), "second");
+    let args = json!({"name": "one", "text": "replaced", "overwrite": true});
+    assert_eq!(call_ok(&registry, "add_note", args).await, ["saved one"]);
+    assert_eq!(read("one").expect("one"), "replaced");
+
+    // A dry run is read-only: it could not delete even if it tried.
+    let dry = json!({"name": "two", "dry_run": true});
+    let hints = registry
+        .hints_for("delete_note", dry.as_object().expect("an object"))
+        .await
+        .expect("asks");
+    assert!(hints.is_read_only());
+    assert_eq!(
+        call_ok(&registry, "delete_note", dry).await,
+        ["would delete two"]
+    );
+    assert!(notes.path().join("two.txt").exists());
+    assert_eq!(
+        call_ok(&registry, "delete_note", json!({"name": "two"})).await,
+        ["deleted two"]
+    );
+    assert!(!notes.path().join("two.txt").exists());
+}
