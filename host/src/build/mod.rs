@@ -16,6 +16,7 @@ use std::path::Path;
 mod c;
 pub mod new;
 mod project;
+mod python;
 mod rust;
 
 pub use project::{BuildError, Built, Lang, Source, Toolchains};
@@ -38,7 +39,8 @@ pub fn build(
     match source.lang {
         Lang::Rust => rust::build(&source, &out, toolchains)?,
         Lang::C => c::build(&source, &out, toolchains)?,
-        Lang::Python | Lang::Js => {
+        Lang::Python => python::build(&source, &out, toolchains)?,
+        Lang::Js => {
             return Err(BuildError::Missing {
                 lang: source.lang,
                 what: format!("piton's {} builder", source.lang),

@@ -8,6 +8,7 @@
 mod c;
 mod c_json;
 mod new_build_check;
+mod python;
 
 use std::collections::HashMap;
 use std::fs;

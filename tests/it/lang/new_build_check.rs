@@ -125,6 +125,11 @@ fn rust_round_trip() {
 }
 
 #[test]
+fn python_round_trip() {
+    round_trip("python", Some(&["python3", "test_tools.py"]));
+}
+
+#[test]
 fn c_round_trip() {
     round_trip("c", Some(&["sh", "test.sh"]));
 }
