@@ -14,6 +14,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub mod js;
 mod rust;
 
 /// A language piton builds tools from.
@@ -294,7 +295,8 @@ pub fn build(
     }
     match source.lang {
         Lang::Rust => rust::build(&source, &out, toolchains)?,
-        Lang::Python | Lang::Js | Lang::C => {
+        Lang::Js => js::build(&source, &out, toolchains)?,
+        Lang::Python | Lang::C => {
             return Err(BuildError::Missing {
                 lang: source.lang,
                 what: format!("piton's {} builder", source.lang),
