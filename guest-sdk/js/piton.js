@@ -692,7 +692,8 @@ export function toolboxOf(module, file) {
       let parsed;
       try {
         parsed = JSON.parse(args);
-      } catch {
+      } catch (e) {
+        if (!(e instanceof SyntaxError)) throw e;
         return undefined;
       }
       const hints = t.hintsFor(parsed);
@@ -726,6 +727,8 @@ export async function callTool(t, args) {
   try {
     parsed = JSON.parse(args);
   } catch (e) {
+    // Only a syntax error is the model's: running out of memory is not.
+    if (!(e instanceof SyntaxError)) throw e;
     return { tag: "err", val: { tag: "input", val: `the arguments are not JSON: ${e.message}` } };
   }
   let value;
