@@ -15,6 +15,8 @@ use sha2::{Digest, Sha256};
 
 use crate::peers::{peers, repo_root};
 
+mod js;
+
 /// The toolchains of `target/peers` (installed on first use); C's come from the system.
 pub(crate) fn toolchains() -> Toolchains {
     let peers = peers();
