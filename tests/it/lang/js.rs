@@ -259,10 +259,24 @@ async fn each_way_a_call_ends_reaches_the_host() {
 
     // A bug, a thrown non-Error, a value JSON cannot hold and a rejected promise
     // stop the run.
-    for bad in ["bug", "string", "bigint", "rejected"] {
+    // Each is reported as the exception, with where in the tool it was thrown.
+    for (bad, says) in [
+        ("bug", "can't access property \"property\" of null"),
+        (
+            "string",
+            "tool outcome threw a string (\"a bare string\"), not an Error",
+        ),
+        ("bigint", "a BigInt, which cannot become JSON"),
+        ("rejected", "RangeError: a rejected promise"),
+    ] {
         let message = call_stops(&registry, "outcome", how(bad)).await;
-        assert!(message.contains("outcome"), "{bad}: {message}");
+        assert!(
+            message.contains("tool `outcome` trapped") && message.contains(says),
+            "{bad}: {message}"
+        );
     }
+    let message = call_stops(&registry, "outcome", how("bug")).await;
+    assert!(message.contains("outcome@outcomes.js:"), "{message}");
     // The instance after a trap is gone; the next call gets a fresh one.
     assert_eq!(
         call_ok(&registry, "outcome", how("text")).await,
