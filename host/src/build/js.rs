@@ -8,10 +8,12 @@
 //! tool (a bad name, contradicting hints) fails the build; its message is cut down
 //! to the exception and the user's stack frames, named by the file.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use super::{BuildError, Lang, Source, Toolchains, run};
+use super::{BuildError, Lang, Source, Toolchains};
 
 /// The SDK a JavaScript tool imports as `./piton.js`.
 pub const SDK: &str = include_str!("../../../guest-sdk/js/piton.js");
@@ -28,6 +30,10 @@ const INSTALL: &str = "npm install -g @bytecodealliance/componentize-js@0.23.0 @
 
 /// The entry module, beside the user's: it names no user file but `./{file}`.
 const ENTRY: &str = ".piton-entry.js";
+
+/// How long componentize-js may run: it evaluates the module's top level, which is the
+/// user's code and may never end.
+const TIME_LIMIT: Duration = Duration::from_secs(300);
 
 /// What a staged folder may hold at most (files, bytes), so that building a file in a
 /// big folder says so instead of copying it all.
@@ -88,15 +94,94 @@ pub(super) fn build(
         .current_dir(&src)
         // componentize-js puts its work folder in the temporary folder.
         .env("TMPDIR", staging.path());
-    run(&mut command, "componentize-js").map_err(|output| BuildError::Failed {
+    run_within(&mut command, TIME_LIMIT).map_err(|failure| BuildError::Failed {
         lang: Lang::Js,
-        message: explain(&source.file, &source.dir, &output),
+        message: match failure {
+            Failure::Output(output) => explain(&source.file, &source.dir, &output),
+            Failure::Other(reason) => format!("{}: {reason}", source.file.display()),
+        },
     })?;
     std::fs::copy(&built, out).map_err(|error| BuildError::Io {
         what: format!("cannot write {}", out.display()),
         error,
     })?;
     Ok(())
+}
+
+/// Why componentize-js gave no component.
+enum Failure {
+    /// It ran and failed: what it wrote (stderr, then stdout; the last 16 KiB).
+    Output(String),
+    /// It could not run, or ran out of time.
+    Other(String),
+}
+
+/// Runs `command` (Node running componentize-js, which runs wizer) in its own process
+/// group, killed whole when it runs longer than `limit`.
+fn run_within(command: &mut Command, limit: Duration) -> Result<(), Failure> {
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(command, 0);
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Failure::Other(format!("cannot run componentize-js: {e}")))?;
+    let reader = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = reader(child.stdout.take().map(|p| Box::new(p) as Box<_>));
+    let stderr = reader(child.stderr.take().map(|p| Box::new(p) as Box<_>));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                #[cfg(unix)]
+                if let Some(group) = i32::try_from(child.id())
+                    .ok()
+                    .and_then(rustix::process::Pid::from_raw)
+                {
+                    let _ =
+                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    match status {
+        Some(status) if status.success() => Ok(()),
+        Some(status) => {
+            let mut text = format!("componentize-js failed ({status}):\n{stderr}\n{stdout}");
+            const MAX: usize = 16 << 10;
+            if text.len() > MAX {
+                let mut cut = text.len() - MAX;
+                while !text.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                text = text.split_off(cut);
+            }
+            Err(Failure::Output(text))
+        }
+        None => Err(Failure::Other(format!(
+            "building it did not end within {} s: piton runs the module's top level while \
+             it builds it; does it loop forever?",
+            limit.as_secs()
+        ))),
+    }
 }
 
 /// The entry module: the user's tools as the contract's `toolbox` interface.
@@ -435,6 +520,40 @@ Node.js v22.23.5";
             "t.js: componentize-js could not build it:\n  ComponentError: reading file /w/wit\n  \
              Caused by:\n      No such file or directory (os error 44)"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_build_that_does_not_end_is_killed_with_its_children() {
+        let started = Instant::now();
+        let failure = run_within(
+            Command::new("sh").args(["-c", "sleep 30 & sleep 30"]),
+            Duration::from_millis(200),
+        );
+        assert!(
+            matches!(&failure, Err(Failure::Other(m)) if m.contains("did not end within")),
+            "{}",
+            matches!(failure, Ok(())),
+        );
+        // Had the background sleep lived on, its stdout would keep the pipe open.
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failed_build_gives_what_it_wrote() {
+        let failure = run_within(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Duration::from_secs(30),
+        );
+        let Err(Failure::Output(text)) = failure else {
+            panic!("a failure with output");
+        };
+        assert!(
+            text.contains("exit status: 3") && text.contains("err\n\nout"),
+            "{text}"
+        );
+        assert!(run_within(&mut Command::new("true"), Duration::from_secs(30)).is_ok());
     }
 
     #[test]
