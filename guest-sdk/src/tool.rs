@@ -39,6 +39,12 @@ pub trait Tool {
     /// The tool's own hints: the worst case for any call.
     fn hints() -> Hints;
 
+    /// Whether [`Tool::hints_for`] can answer anything but `None`. A toolbox tells
+    /// the host so, and the host then skips the instance it would start to ask.
+    /// `#[tool]` sets it from its `hints_for` option; by hand, leave it `true`
+    /// unless `hints_for` is the default.
+    const HAS_HINTS_FOR: bool = true;
+
     /// The hints of one call, given its arguments as JSON text not yet checked
     /// against the input schema, or `None` when unsure (the default).
     fn hints_for(args: &str) -> Option<Hints> {

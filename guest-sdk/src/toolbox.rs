@@ -11,6 +11,7 @@ pub struct ToolboxEntry {
     spec: fn() -> crate::ToolSpec,
     hints: fn() -> Hints,
     hints_for: fn(&str) -> Option<Hints>,
+    has_hints_for: bool,
     run: fn(&str) -> Result<Vec<crate::Content>, ToolError>,
 }
 
@@ -29,6 +30,7 @@ impl ToolboxEntry {
             spec: T::spec,
             hints: T::hints,
             hints_for: T::hints_for,
+            has_hints_for: T::HAS_HINTS_FOR,
             run: T::run,
         }
     }
@@ -97,7 +99,7 @@ impl<T: Toolbox> Guest for T {
                         parallel: spec.parallel,
                     },
                     hints: (entry.hints)().into(),
-                    has_hints_for: true,
+                    has_hints_for: entry.has_hints_for,
                 }
             })
             .collect()

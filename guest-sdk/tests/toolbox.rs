@@ -15,9 +15,14 @@ fn words(text: String) -> usize {
 ///
 /// Args:
 ///     text: The text to shout
-#[tool(open_world = false, export = false)]
+#[tool(open_world = false, export = false, hints_for = shout_hints)]
 fn shout(text: String) -> String {
     text.to_uppercase()
+}
+
+/// Shouting is harmless.
+fn shout_hints(_: &piton_guest_sdk::serde_json::Value) -> Option<Hints> {
+    Some(Hints::read_only().open_world(false))
 }
 
 piton_guest_sdk::toolbox!(WordsTool, ShoutTool);
@@ -30,6 +35,11 @@ fn the_toolbox_lists_each_tool_and_each_runs_as_before() {
     let names: Vec<&str> = decls.iter().map(|d| d.spec.name.as_str()).collect();
     assert_eq!(names, ["words", "shout"]);
     assert!(decls[0].hints.read_only && !decls[1].hints.read_only);
+    // Only a tool with a `hints_for` makes the host start an instance to ask it.
+    assert_eq!(
+        decls.iter().map(|d| d.has_hints_for).collect::<Vec<_>>(),
+        [false, true]
+    );
     let out = <__PitonToolbox as Guest>::run("shout".into(), r#"{"text": "a"}"#.into());
     assert!(matches!(&out, Ok(c) if c.len() == 1), "{out:?}");
     assert_eq!(WordsTool::hints(), Hints::read_only().open_world(false));

@@ -7,6 +7,7 @@ use std::path::Path;
 use piton_host::config::Config;
 use piton_host::loader::{Loaded, Loader};
 use piton_host::plugins::PluginsAt;
+use piton_host::wasm::WasmTool;
 use piton_host::{Hints, ToolSource};
 use piton_tests::{guests, plugins as examples};
 use serde_json::json;
@@ -235,4 +236,33 @@ async fn a_rust_crate_with_several_tools_is_one_toolbox() {
         .expect("runs");
     let error = result.expect_err("append was granted nothing").to_string();
     assert!(error.contains("cannot open /out/log"), "{error}");
+}
+
+/// The toolbox-dup guest with its mode bytes renamed to `mode`.
+async fn odd_toolbox(mode: &str) -> Result<Vec<WasmTool>, String> {
+    let mut bytes = std::fs::read(guests::TOOLBOX_DUP).expect("toolbox-dup is built");
+    let from = "piton-test-mode:dup___";
+    let to = format!("piton-test-mode:{mode}");
+    assert_eq!(
+        rename(&mut bytes, from, &to),
+        1,
+        "{from} is in toolbox-dup once"
+    );
+    runtime()
+        .load_tools(ToolSource::Bundled(format!("odd-{mode}")), bytes)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn a_toolbox_of_no_tools_of_too_many_or_that_traps_is_refused_saying_which() {
+    let none = odd_toolbox("none__").await.expect_err("no tools");
+    assert!(none.contains("declares no tools"), "{none}");
+    let many = odd_toolbox("many__").await.expect_err("129 tools");
+    assert!(many.contains("129 tools") && many.contains("128"), "{many}");
+    let trap = odd_toolbox("trap__").await.expect_err("a trap");
+    assert!(trap.contains("tools() traps"), "{trap}");
+    // And the guest still loads as it is built, so the rename is what broke it.
+    let dup = odd_toolbox("dup___").await.expect_err("two of one name");
+    assert!(dup.contains("two tools named `same`"), "{dup}");
 }

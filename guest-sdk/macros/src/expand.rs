@@ -50,6 +50,7 @@ pub(crate) fn expand(options: Options, mut function: ItemFn) -> syn::Result<Toke
     );
     let args_struct = args_struct(&params, &docs);
     let hints = hints(options.hints);
+    let has_hints_for = options.hints_for.is_some();
     let hints_for = options.hints_for.as_ref().map(|path| {
         quote_spanned! {path.span()=>
             fn hints_for(__piton_json: &str) -> ::core::option::Option<::piton_guest_sdk::Hints> {
@@ -92,6 +93,8 @@ pub(crate) fn expand(options: Options, mut function: ItemFn) -> syn::Result<Toke
                 fn hints() -> ::piton_guest_sdk::Hints {
                     #hints
                 }
+
+                const HAS_HINTS_FOR: bool = #has_hints_for;
 
                 #hints_for
 

@@ -4,15 +4,15 @@
 import { tool } from "./piton.js";
 
 export const __NAME__ = tool(
-  function __NAME__({ name }) {
-    return `Hello, ${name}!`;
+  function __NAME__({ text }) {
+    return String(text.split(/\s+/).filter(Boolean).length);
   },
   {
-    description: "Greet someone by name.",
+    description: "Count the words in a text.",
     inputSchema: {
       type: "object",
-      properties: { name: { type: "string", description: "Who to greet" } },
-      required: ["name"],
+      properties: { text: { type: "string", description: "The text to count" } },
+      required: ["text"],
       additionalProperties: false,
     },
     readOnly: true,

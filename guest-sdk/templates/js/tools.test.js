@@ -6,13 +6,14 @@ import assert from "node:assert/strict";
 import { ToolInputError } from "./piton.js";
 import { __NAME__ } from "./tools.js";
 
-test("__NAME__ greets by name", async () => {
-  assert.equal(await __NAME__.run({ name: "Ada" }), "Hello, Ada!");
+test("__NAME__ counts the words", async () => {
+  assert.equal(await __NAME__.run({ text: "one two  three" }), "3");
+  assert.equal(await __NAME__.run({ text: "" }), "0");
 });
 
 test("__NAME__ refuses arguments its input schema does not allow", async () => {
-  await assert.rejects(async () => __NAME__.run({ name: 3 }), ToolInputError);
-  await assert.rejects(async () => __NAME__.run({}), /name: required/);
+  await assert.rejects(async () => __NAME__.run({ text: 3 }), ToolInputError);
+  await assert.rejects(async () => __NAME__.run({}), /text: required/);
 });
 
 test("__NAME__ is read-only and closed-world", () => {

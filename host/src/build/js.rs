@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{BuildError, Lang, Source, Toolchains};
+use super::project::{BuildError, Lang, Source, Toolchains};
 
 /// The SDK a JavaScript tool imports as `./piton.js`.
 pub const SDK: &str = include_str!("../../../guest-sdk/js/piton.js");

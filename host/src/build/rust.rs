@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{BuildError, Lang, Source, Toolchains, run};
+use super::project::{BuildError, Lang, Source, Toolchains, run};
 
 const TARGET: &str = "wasm32-wasip2";
 
@@ -32,18 +32,17 @@ pub(super) fn build(
         ])
         .arg("--manifest-path")
         .arg(&source.file);
-    // An outer cargo's settings (when piton runs under `cargo run` or a test) are
-    // for the host, not for this build.
+    // What an outer cargo sets for a build script or a test it runs is about that
+    // package, not this one. The user's own settings (CARGO_TARGET_DIR, RUSTFLAGS)
+    // stay.
     for var in [
         "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_TARGET_DIR",
         "CARGO_BUILD_TARGET",
         "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
         "CARGO_MANIFEST_DIR",
         "CARGO_MANIFEST_PATH",
         "CARGO_PRIMARY_PACKAGE",
+        "CARGO_PKG_NAME",
     ] {
         command.env_remove(var);
     }

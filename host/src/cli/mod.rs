@@ -17,9 +17,11 @@ use crate::registry::Registry;
 
 mod build;
 mod call;
+mod check;
 mod inspect;
 mod list;
 mod load;
+mod new;
 mod out;
 mod serve;
 
@@ -93,6 +95,25 @@ enum Command {
         /// NAME is the folder's name or the file's stem.
         #[arg(short, long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Check a component as a load would, without installing it: its world, each
+    /// tool's spec, schema and hints, and what each WASI import gives with nothing
+    /// granted. Exit 0 when it would load, 1 when not.
+    Check {
+        /// The component file.
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a new tool project: one example tool, its test and a README.
+    New {
+        /// The language: rust, python, js or c.
+        #[arg(long, value_name = "LANG")]
+        lang: String,
+        /// The project folder to make; its name (e.g. word-count) names the tool
+        /// (word_count).
+        dir: PathBuf,
     },
 }
 
@@ -174,6 +195,8 @@ async fn run(command: Command) -> io::Result<Outcome> {
                 .await
                 .unwrap_or(Outcome::Stopped))
         }
+        Command::Check { file, json } => check::check(&file, json).await,
+        Command::New { lang, dir } => Ok(new::new(&lang, &dir)),
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod bindings;
 mod cache;
+pub mod check;
 mod diagnose;
 pub(crate) mod fds;
 pub(crate) mod fs;

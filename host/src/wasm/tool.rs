@@ -132,6 +132,11 @@ impl WasmTool {
         &self.info
     }
 
+    /// Whether the tool is one of a `toolbox-plugin`'s (else it is a `plugin`).
+    pub fn in_toolbox(&self) -> bool {
+        matches!(self.pre, Pre::Toolbox { .. })
+    }
+
     /// The limits each call runs under.
     pub fn limits(&self) -> &Limits {
         &self.limits

@@ -381,41 +381,37 @@ fn a_missing_componentize_js_names_the_command_that_installs_it() {
 }
 
 #[tokio::test]
-async fn the_template_passes_its_own_test_and_builds_into_a_tool() {
+async fn a_new_project_passes_its_own_test_and_builds_into_a_tool() {
     let project = tempfile::tempdir().expect("temp dir");
-    let dir = project.path().join("greeter");
-    std::fs::create_dir(&dir).expect("project folder");
-    let template = repo_root().join("guest-sdk/templates/js");
-    for entry in std::fs::read_dir(&template).expect("the template") {
-        let path = entry.expect("an entry").path();
-        let text = std::fs::read_to_string(&path).expect("a text file");
-        let text = text
-            .replace("__NAME__", "greet")
-            .replace("__PROJECT__", "greeter");
-        std::fs::write(dir.join(path.file_name().expect("a name")), text).expect("write");
-    }
-    // `piton new` writes the SDK beside the project file.
-    std::fs::write(dir.join("piton.js"), piton_host::build::js::SDK).expect("write the SDK");
+    let dir = project.path().join("tally-words");
+    let made = piton_host::build::new::new_project(piton_host::build::Lang::Js, &dir)
+        .expect("piton new makes a JS project");
+    assert_eq!(made.tool, "tally_words");
+    // The SDK comes with it, for the project's tests under Node.
+    assert!(
+        made.files.iter().any(|f| f == "piton.js"),
+        "{:?}",
+        made.files
+    );
+    let sdk = std::fs::read_to_string(dir.join("piton.js")).expect("piton.js");
+    assert_eq!(sdk, piton_host::build::js::SDK);
 
     let out = Command::new(node())
         .arg("--test")
         .current_dir(&dir)
         .output()
         .expect("node runs");
-    assert!(
-        out.status.success(),
-        "the template's test:\n{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "the template's test:\n{said}");
+    assert!(said.contains("# pass 3"), "{said}");
 
-    let wasm = dir.join("greeter.wasm");
-    let built = piton_host::build::build(&dir, None, &toolchains()).expect("the template builds");
+    let wasm = dir.join("tally-words.wasm");
+    let built = piton_host::build::build(&dir, None, &toolchains()).expect("the project builds");
     assert_eq!(built.wasm, wasm);
     let registry = registry_of_box(&wasm, Grants::default()).await;
-    assert_eq!(registry.names(), ["greet"]);
+    assert_eq!(registry.names(), ["tally_words"]);
     assert_eq!(
-        call_ok(&registry, "greet", json!({"name": "Ada"})).await,
-        ["Hello, Ada!"]
+        call_ok(&registry, "tally_words", json!({"text": "one two three"})).await,
+        ["3"]
     );
 }

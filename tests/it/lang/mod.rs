@@ -5,6 +5,11 @@
 //! `target/lang-built` under a hash of everything it was built from, so the tests of
 //! one run, and the next run, build each source once.
 
+mod c;
+mod c_json;
+mod js;
+mod new_build_check;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,8 +20,6 @@ use sha2::{Digest, Sha256};
 
 use crate::peers::{peers, repo_root};
 
-mod js;
-
 /// The toolchains of `target/peers` (installed on first use); C's come from the system.
 pub(crate) fn toolchains() -> Toolchains {
     let peers = peers();
@@ -25,6 +28,7 @@ pub(crate) fn toolchains() -> Toolchains {
         python: Some(peers.python()),
         componentize_js: Some(bin.join("componentize-js")),
         node: Some(bin.join("node")),
+        cargo_target_dir: Some(target_dir().join("lang-rust")),
         ..Toolchains::default()
     }
 }
@@ -60,12 +64,17 @@ pub(crate) fn try_built(path: &str) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-/// `target/lang-built`.
-fn cache_folder() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+/// Cargo's target folder.
+pub(crate) fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the target tmp folder has a parent")
-        .join("lang-built");
+        .to_path_buf()
+}
+
+/// `target/lang-built`.
+fn cache_folder() -> PathBuf {
+    let dir = target_dir().join("lang-built");
     fs::create_dir_all(&dir).expect("target/lang-built is made");
     dir
 }

@@ -1,4 +1,6 @@
 //! A broken toolbox: it declares two tools named `same`, which piton refuses to load.
+//! The tests rename the bytes of [`MODE`] in the component to break it other ways:
+//! `none__` declares no tool, `many__` declares 129, `trap__` traps in `tools`.
 #![allow(missing_docs)]
 
 mod bindings {
@@ -14,11 +16,14 @@ use bindings::piton::tool::types::ToolSpec;
 
 struct Dup;
 
+/// What `tools` does; read at run time, so that renaming these bytes changes it.
+static MODE: &str = "piton-test-mode:dup___";
+
 impl Guest for Dup {
     fn tools() -> Vec<ToolDecl> {
-        let decl = ToolDecl {
+        let decl = |name: String| ToolDecl {
             spec: ToolSpec {
-                name: "same".to_owned(),
+                name,
                 description: "One of two tools with one name.".to_owned(),
                 input_schema: r#"{"type":"object","properties":{}}"#.to_owned(),
                 parallel: true,
@@ -31,7 +36,12 @@ impl Guest for Dup {
             },
             has_hints_for: false,
         };
-        vec![decl.clone(), decl]
+        match std::hint::black_box(MODE).trim_start_matches("piton-test-mode:") {
+            "none__" => Vec::new(),
+            "many__" => (0..129).map(|i| decl(format!("tool_{i}"))).collect(),
+            "trap__" => panic!("tools() traps"),
+            _ => vec![decl("same".to_owned()), decl("same".to_owned())],
+        }
     }
 
     fn hints_for(_tool: String, _args: String) -> Option<ToolHints> {

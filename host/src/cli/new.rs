@@ -1,0 +1,39 @@
+//! `piton new --lang LANG DIR`: makes a tool project from a template and says what to
+//! do next.
+
+use std::path::Path;
+
+use super::out::Outcome;
+use crate::build::Lang;
+use crate::build::new::{NewError, new_project};
+
+/// Makes the project and prints its files and the next commands.
+pub(super) fn new(lang: &str, dir: &Path) -> Outcome {
+    let Some(lang) = Lang::from_name(lang) else {
+        eprintln!("error: --lang {lang:?} is not one piton builds: use rust, python, js or c");
+        return Outcome::Usage;
+    };
+    match new_project(lang, dir) {
+        Ok(made) => {
+            println!("made the {lang} tool `{}` in {}:", made.tool, dir.display());
+            for file in &made.files {
+                println!("  {file}");
+            }
+            println!(
+                "next: piton build {}    (its README says how to test and call it)",
+                dir.display()
+            );
+            Outcome::Success
+        }
+        Err(
+            e @ (NewError::BadName { .. } | NewError::Exists { .. } | NewError::NoTemplate { .. }),
+        ) => {
+            eprintln!("error: piton new: {e}");
+            Outcome::Usage
+        }
+        Err(e) => {
+            eprintln!("error: piton new: {e}");
+            Outcome::ErrorResult
+        }
+    }
+}
