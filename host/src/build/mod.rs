@@ -14,6 +14,7 @@
 use std::path::Path;
 
 mod c;
+pub mod js;
 pub mod new;
 mod project;
 mod python;
@@ -40,13 +41,7 @@ pub fn build(
         Lang::Rust => rust::build(&source, &out, toolchains)?,
         Lang::C => c::build(&source, &out, toolchains)?,
         Lang::Python => python::build(&source, &out, toolchains)?,
-        Lang::Js => {
-            return Err(BuildError::Missing {
-                lang: source.lang,
-                what: format!("piton's {} builder", source.lang),
-                install: "a newer piton".to_owned(),
-            });
-        }
+        Lang::Js => js::build(&source, &out, toolchains)?,
     }
     Ok(Built {
         lang: source.lang,

@@ -91,6 +91,13 @@ pub fn new_project(lang: Lang, dir: &Path) -> Result<NewProject, NewError> {
         fs::write(&file, text).map_err(io(format!("cannot write {}", file.display())))?;
         written.push(path);
     }
+    // A JavaScript project imports the SDK as `./piton.js`, for its tests under Node
+    // (piton build puts its own copy beside the module).
+    if lang == Lang::Js {
+        let file = dir.join("piton.js");
+        fs::write(&file, super::js::SDK).map_err(io(format!("cannot write {}", file.display())))?;
+        written.push("piton.js".to_owned());
+    }
     Ok(NewProject {
         dir: dir.to_path_buf(),
         tool,

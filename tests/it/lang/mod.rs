@@ -7,6 +7,7 @@
 
 mod c;
 mod c_json;
+mod js;
 mod new_build_check;
 mod python;
 

@@ -130,6 +130,15 @@ fn python_round_trip() {
 }
 
 #[test]
+fn js_round_trip() {
+    let node = super::toolchains()
+        .node
+        .expect("the tests' toolchains name a node");
+    let node = node.to_str().expect("a UTF-8 path");
+    round_trip("js", Some(&[node, "--test"]));
+}
+
+#[test]
 fn c_round_trip() {
     round_trip("c", Some(&["sh", "test.sh"]));
 }

@@ -1,0 +1,2 @@
+// Exports no tool.
+export const answer = 42;
