@@ -65,6 +65,13 @@ impl Hooks {
 /// more than 64 KiB (see `MAX_RESOURCES`), a body with its request and stream 128 KiB.
 const BODY_CHUNK: usize = 64 << 10;
 
+/// A refused request's body is read and dropped, up to this much or this long, before
+/// the refusal is answered: a guest that writes its body while it waits for the
+/// response (componentize-js does) then learns of the refusal from the response, as
+/// it would of any failure, and not from a write to a body nobody reads.
+const REFUSED_BODY_MAX: usize = 1 << 20;
+const REFUSED_BODY_TIME: Duration = Duration::from_secs(1);
+
 /// What a sent request gives back to wasmtime-wasi-http: the response, and the
 /// connection's remaining I/O, which it drives while the guest reads the body.
 type Sent = (
@@ -136,6 +143,7 @@ async fn send(
             // Debug-quoted: the method is the guest's.
             let method = request.method().as_str();
             tracing::debug!(host, port, method = ?method, reason, "HTTP request denied");
+            drain(request.body_mut()).await;
             return Err(Error::HttpRequestDenied);
         }
     };
@@ -193,6 +201,21 @@ async fn send(
         }
     };
     Ok((response, Box::new(io)))
+}
+
+/// Reads and drops `body` until it ends, fails, or passes [`REFUSED_BODY_MAX`] bytes
+/// or [`REFUSED_BODY_TIME`].
+async fn drain(body: &mut WasiBody) {
+    let read = async {
+        let mut seen = 0;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len());
+            if seen > REFUSED_BODY_MAX {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(REFUSED_BODY_TIME, read).await;
 }
 
 /// A byte stream hyper can run HTTP/1.1 over: plain TCP or TLS.
