@@ -122,3 +122,31 @@ async fn a_read_only_call_cannot_post_even_to_a_granted_host() {
     );
     assert_eq!(seen[0].header("content-type"), ["text/plain"]);
 }
+
+/// A file that imports `piton.http` imports wasi:http at the version the host links
+/// (`piton check` accepts it and names the import); one that does not has no HTTP.
+#[test]
+fn only_a_file_that_imports_piton_http_imports_wasi_http() {
+    let check = |wasm: std::path::PathBuf| {
+        let out = piton()
+            .arg("check")
+            .arg(&wasm)
+            .output()
+            .expect("piton runs");
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{report}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        report
+    };
+    let seed = check(super::built(super::SEED));
+    assert!(
+        seed.contains("DENIED   wasi:http/outgoing-handler@0.2.12: no HTTP unless"),
+        "{seed}"
+    );
+    let notes = check(super::built("plugins/notes-py"));
+    assert!(notes.contains("a toolbox-plugin with 4 tools"), "{notes}");
+    assert!(!notes.contains("wasi:http"), "{notes}");
+}
