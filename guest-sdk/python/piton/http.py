@@ -62,37 +62,46 @@ _METHODS = {
 }
 _CHUNK = 4096  # wasi:io lets a blocking write take at most 4096 bytes
 _NS = 1_000_000_000
+#: The default most bytes of a response body read: larger is a NetworkError, not a
+#: trap at the memory limit (piton's default is 64 MiB for the whole interpreter).
+MAX_BYTES = 10 << 20
 
 
-def get(url: str, *, headers: Any = None, timeout: float | None = 30.0) -> Response:
-    return request("GET", url, headers=headers, timeout=timeout)
+def get(url: str, *, headers: Any = None, timeout: float | None = 30.0,
+        max_bytes: int = MAX_BYTES) -> Response:
+    return request("GET", url, headers=headers, timeout=timeout, max_bytes=max_bytes)
 
 
-def head(url: str, *, headers: Any = None, timeout: float | None = 30.0) -> Response:
-    return request("HEAD", url, headers=headers, timeout=timeout)
+def head(url: str, *, headers: Any = None, timeout: float | None = 30.0,
+         max_bytes: int = MAX_BYTES) -> Response:
+    return request("HEAD", url, headers=headers, timeout=timeout, max_bytes=max_bytes)
 
 
 def post(url: str, *, body: bytes | str | None = None, json: Any = None, headers: Any = None,
-         timeout: float | None = 30.0) -> Response:
-    return request("POST", url, body=body, json=json, headers=headers, timeout=timeout)
+         timeout: float | None = 30.0, max_bytes: int = MAX_BYTES) -> Response:
+    return request("POST", url, body=body, json=json, headers=headers, timeout=timeout,
+                   max_bytes=max_bytes)
 
 
 def put(url: str, *, body: bytes | str | None = None, json: Any = None, headers: Any = None,
-        timeout: float | None = 30.0) -> Response:
-    return request("PUT", url, body=body, json=json, headers=headers, timeout=timeout)
+        timeout: float | None = 30.0, max_bytes: int = MAX_BYTES) -> Response:
+    return request("PUT", url, body=body, json=json, headers=headers, timeout=timeout,
+                   max_bytes=max_bytes)
 
 
-def delete(url: str, *, headers: Any = None, timeout: float | None = 30.0) -> Response:
-    return request("DELETE", url, headers=headers, timeout=timeout)
+def delete(url: str, *, headers: Any = None, timeout: float | None = 30.0,
+           max_bytes: int = MAX_BYTES) -> Response:
+    return request("DELETE", url, headers=headers, timeout=timeout, max_bytes=max_bytes)
 
 
 def request(method: str, url: str, *, body: bytes | str | None = None, json: Any = None,
-            headers: Any = None, timeout: float | None = 30.0) -> Response:
+            headers: Any = None, timeout: float | None = 30.0, max_bytes: int = MAX_BYTES) -> Response:
     """Sends one request and reads the whole response. Redirects are not followed
     (each hop would be a request the host checks anyway: make it yourself).
 
     `timeout` (seconds) bounds connecting, the first byte and each gap between bytes;
-    the host's own limits still apply. Raises InvalidURL, NetworkDenied when the
+    the host's own limits still apply. A body longer than `max_bytes` is a
+    NetworkError (code "http-response-body-size"). Raises InvalidURL, NetworkDenied when the
     sandbox refuses the request, NetworkError when it gets no response; a non-2xx
     status is a Response (call `raise_for_status()` to raise HTTPStatusError)."""
     method = method.upper() if isinstance(method, str) else method
@@ -140,7 +149,10 @@ def request(method: str, url: str, *, body: bytes | str | None = None, json: Any
             for name, value in fields_in.entries():
                 text = value.decode("latin-1")
                 names[name.lower()] = f"{names[name.lower()]}, {text}" if name.lower() in names else text
-        content = _read_body(response.consume(), method, url)
+        declared = names.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise _too_big(method, url, max_bytes)
+        content = _read_body(response.consume(), method, url, max_bytes)
     return Response(method, url, status, names, content)
 
 
@@ -155,13 +167,24 @@ def _write_body(body: Any, data: bytes | None) -> None:
     wasi.OutgoingBody.finish(body, None)
 
 
-def _read_body(body: Any, method: str, url: str) -> bytes:
-    chunks = []
+def _too_big(method: str, url: str, max_bytes: int) -> NetworkError:
+    return NetworkError(
+        f"{method} {url}: the response body is larger than max_bytes ({max_bytes} bytes)",
+        "http-response-body-size",
+    )
+
+
+def _read_body(body: Any, method: str, url: str, max_bytes: int) -> bytes:
+    chunks, size = [], 0
     with body:
         with body.stream() as stream:
             while True:
                 try:
-                    chunks.append(stream.blocking_read(65536))
+                    chunk = stream.blocking_read(65536)
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise _too_big(method, url, max_bytes)
+                    chunks.append(chunk)
                 except Err as error:
                     if isinstance(error.value, streams.StreamError_Closed):
                         break

@@ -3,8 +3,8 @@
 //! against a loopback test server granted in piton.toml (`network = ["127.0.0.1:PORT"]`):
 //! a granted fetch reads the text; a 404 and a denied host are the handler's error
 //! results (piton.http raises `HTTPStatusError` and `NetworkDenied`, both
-//! `http.HTTPError`s, which is what the handler's hint names); a read-only call cannot
-//! POST, not even to a granted host.
+//! `http.HTTPError`s, which is what the handler's hint names), and so is a body over
+//! `max_bytes`; a read-only call cannot POST, not even to a granted host.
 
 use serde_json::json;
 
@@ -17,15 +17,21 @@ fn network(tool: &str, port: u16) -> String {
     format!("[tools.{tool}]\nnetwork = [\"127.0.0.1:{port}\"]\n")
 }
 
-/// Answers `/missing` with 404 and every other path with 200 and `body`.
+/// Answers `/missing` with 404, `/big` with 11 MiB (its length declared) and
+/// `/stream` with 11 MiB (read to the end of the connection), and every other path
+/// with 200 and `body`.
 fn server(body: &'static str) -> Server {
-    Server::start(Box::new(move |path| {
-        if path == "/missing" {
+    Server::start(Box::new(move |path| match path {
+        "/missing" => {
             "HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\ngone"
                 .to_owned()
-        } else {
-            ok(body)
         }
+        "/big" => ok(&"x".repeat(11 << 20)),
+        "/stream" => format!(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{}",
+            "x".repeat(11 << 20)
+        ),
+        _ => ok(body),
     }))
 }
 
@@ -63,6 +69,23 @@ async fn fetch_url_reads_a_granted_server_and_a_404_is_the_handlers_error_result
         matches!(&error, piton_host::ToolError::Failed(m) if m.contains("only http:// and https://")),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn a_response_larger_than_max_bytes_is_an_http_error_not_a_trap() {
+    let server = server("small");
+    let folder = seed_folder(&network("fetch_url", server.port));
+    let registry = load(folder.path()).await.registry;
+    for path in ["/big", "/stream"] {
+        let error = call_error(&registry, "fetch_url", json!({"url": server.url(path)})).await;
+        assert_eq!(
+            error,
+            piton_host::ToolError::Failed(format!(
+                "request failed: GET {}: the response body is larger than max_bytes (10485760 bytes)",
+                server.url(path)
+            ))
+        );
+    }
 }
 
 #[tokio::test]
