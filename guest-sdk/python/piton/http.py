@@ -101,9 +101,11 @@ def request(method: str, url: str, *, body: bytes | str | None = None, json: Any
 
     `timeout` (seconds) bounds connecting, the first byte and each gap between bytes;
     the host's own limits still apply. A body longer than `max_bytes` is a
-    NetworkError (code "http-response-body-size"). Raises InvalidURL, NetworkDenied when the
-    sandbox refuses the request, NetworkError when it gets no response; a non-2xx
-    status is a Response (call `raise_for_status()` to raise HTTPStatusError)."""
+    NetworkError (code "http-response-body-size"). Raises InvalidURL, NetworkDenied
+    when the sandbox refuses the request, NetworkError when it gets no response; a
+    non-2xx status is a Response (call `raise_for_status()` to raise
+    HTTPStatusError). A bad method, header or body is a ValueError or TypeError: a
+    bug in the tool, which stops the run."""
     method = method.upper() if isinstance(method, str) else method
     if method not in _METHODS:
         raise ValueError(f"method {method!r} is not one of {', '.join(_METHODS)}")
@@ -113,12 +115,17 @@ def request(method: str, url: str, *, body: bytes | str | None = None, json: Any
     try:
         request_headers = wasi.Fields.from_list(fields)
     except Err as error:
-        raise ValueError(f"a header is not allowed: {type(error.value).__name__.split('_')[-1]}") from None
+        why = type(error.value).__name__.removeprefix("HeaderError_")
+        names = ", ".join(name for name, _ in fields)
+        raise ValueError(f"the headers {names} are refused by wasi:http ({why})") from None
     outgoing = wasi.OutgoingRequest(request_headers)
-    outgoing.set_method(_METHODS[method]())
-    outgoing.set_scheme(wasi.Scheme_Https() if tls else wasi.Scheme_Http())
-    outgoing.set_authority(authority)
-    outgoing.set_path_with_query(path)
+    try:
+        outgoing.set_method(_METHODS[method]())
+        outgoing.set_scheme(wasi.Scheme_Https() if tls else wasi.Scheme_Http())
+        outgoing.set_authority(authority)
+        outgoing.set_path_with_query(path)
+    except Err:
+        raise InvalidURL(f"{url!r}: wasi:http refuses its host or path") from None
     options = None
     if timeout is not None:
         options = wasi.RequestOptions()
@@ -134,7 +141,7 @@ def request(method: str, url: str, *, body: bytes | str | None = None, json: Any
         future = outgoing_handler.handle(outgoing, options)
     except Err as error:
         raise network_error(method, url, error.value) from None
-    _write_body(outgoing_body, data)
+    _write_body(outgoing_body, data, method, url)
     with future:
         future.subscribe().block()
         result = future.get()
@@ -150,13 +157,13 @@ def request(method: str, url: str, *, body: bytes | str | None = None, json: Any
                 text = value.decode("latin-1")
                 names[name.lower()] = f"{names[name.lower()]}, {text}" if name.lower() in names else text
         declared = names.get("content-length", "")
-        if declared.isdigit() and int(declared) > max_bytes:
+        if method != "HEAD" and declared.isdigit() and int(declared) > max_bytes:
             raise _too_big(method, url, max_bytes)
         content = _read_body(response.consume(), method, url, max_bytes)
     return Response(method, url, status, names, content)
 
 
-def _write_body(body: Any, data: bytes | None) -> None:
+def _write_body(body: Any, data: bytes | None, method: str, url: str) -> None:
     if data:
         with body.write() as stream:
             for start in range(0, len(data), _CHUNK):
@@ -164,7 +171,10 @@ def _write_body(body: Any, data: bytes | None) -> None:
                     stream.blocking_write_and_flush(data[start:start + _CHUNK])
                 except Err:
                     break  # the request failed: its future says why
-    wasi.OutgoingBody.finish(body, None)
+    try:
+        wasi.OutgoingBody.finish(body, None)
+    except Err as error:
+        raise network_error(method, url, error.value) from None
 
 
 def _too_big(method: str, url: str, max_bytes: int) -> NetworkError:
