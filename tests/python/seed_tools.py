@@ -7,7 +7,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal, TypedDict
 
-from piton import Hints, Image, Tool, ToolError, ToolInputError, tool
+from piton import Hints, Image, Tool, ToolError, ToolInputError, http, tool
 
 
 @tool(read_only=True, open_world=False)
@@ -44,6 +44,27 @@ def file_errors(error: FileNotFoundError | PermissionError) -> str:
 def fetch_file(path: str) -> str:
     """Read a file; a missing one is an error result, not a stopped run."""
     return Path(path).read_text()
+
+
+# The page's fetch example; its httpx is piton.http here.
+def http_errors(error: http.HTTPError) -> str:
+    return f"request failed: {error}"
+
+
+@tool(exception_handler=http_errors)
+def fetch_url(url: str) -> str:
+    return http.get(url).raise_for_status().text
+
+
+@tool(exception_handler=http_errors)
+def post_text(url: str, text: str) -> str:
+    """Post text to a URL; answers the status and the reply."""
+    response = http.post(url, body=text, headers={"content-type": "text/plain"}).raise_for_status()
+    return f"{response.status} {response.text}"
+
+
+# The same tool declared read-only: the host sends only GET, HEAD and OPTIONS for it.
+post_text_read_only = post_text.copy(name="post_text_read_only", read_only=True)
 
 
 @tool(read_only=True, open_world=False)

@@ -79,8 +79,8 @@ _NATIVE = {
     "pydantic": "pydantic-core is native code that cannot run inside the WebAssembly sandbox: use a dataclass or a TypedDict",
     "pydantic_core": "pydantic-core is native code that cannot run inside the WebAssembly sandbox: use a dataclass or a TypedDict",
     "numpy": "numpy is native code that cannot run inside the WebAssembly sandbox",
-    "httpx": "there are no sockets in the sandbox (HTTP from Python tools is not supported yet)",
-    "requests": "there are no sockets in the sandbox (HTTP from Python tools is not supported yet)",
+    "httpx": "it needs sockets, which the sandbox does not have: use piton.http (from piton import http), which goes through wasi:http",
+    "requests": "it needs sockets, which the sandbox does not have: use piton.http (from piton import http), which goes through wasi:http",
     "alpineagents": "import the same names from piton instead (from piton import tool, Tool, ...)",
 }
 

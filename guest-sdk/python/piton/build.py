@@ -21,6 +21,20 @@ from pathlib import Path
 
 MARK = "piton-build-error: "
 WORLD = "toolbox-plugin"
+# A file that imports piton.http gets this world: the toolbox plus
+# wasi:http/outgoing-handler (wit/http.wit, staged by piton build). Others import no
+# HTTP at all.
+HTTP_WORLD = "toolbox-plugin-http"
+WASI = "0.2.12"  # the wasi:* version of the staged WIT, the one piton's host links
+# Module names of the bindings, pinned: piton.http and _component import these.
+INTERFACE_NAMES = [("piton:tool/types@0.1.1", "piton_types")]
+HTTP_INTERFACE_NAMES = [
+    (f"wasi:http/types@{WASI}", "http_types"),
+    (f"wasi:http/outgoing-handler@{WASI}", "outgoing_handler"),
+    (f"wasi:io/streams@{WASI}", "streams"),
+    (f"wasi:io/poll@{WASI}", "poll"),
+    (f"wasi:io/error@{WASI}", "io_error"),
+]
 MAIN = "piton_main"
 RESERVED = {"piton", "wit_world", "componentize_py_types", "componentize_py_async_support",
             "componentize_py_runtime", "poll_loop", "piton_app", MAIN}
@@ -56,6 +70,24 @@ def scan_imports(path: Path, label: str) -> list[tuple[str, str, int]]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.module, label, node.lineno))
     return found
+
+
+def uses_http(path: Path) -> bool:
+    """Whether the file imports piton.http (`from piton import http`, `import
+    piton.http`, `from piton.http import ...`)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, OSError, UnicodeDecodeError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "piton.http" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            if node.module == "piton.http":
+                return True
+            if node.module == "piton" and any(a.name == "http" for a in node.names):
+                return True
+    return False
 
 
 def scan_all(user: Path, labels: dict[str, str]) -> list[tuple[str, str, int]]:
@@ -150,14 +182,17 @@ def build(source: Path, out: Path, wit: Path, python_path: list[Path], label: st
         sdk_copy = stage_dir / "sdk"
         shutil.copytree(sdk / "piton", sdk_copy / "piton",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "build.py"))
+        http = any(uses_http(user / rel) for rel in labels)
+        if http:
+            imports.insert(0, ("piton.http", label, 1))
         write_app(app, labels, 1, imports, label, main_module(source))
         paths = [str(app), str(user), str(sdk_copy)] + [str(p) for p in python_path]
         try:
             componentize_py.componentize(
-                wit_path=[str(wit)], worlds=[WORLD], features=[], all_features=False,
-                world_module=None, python_path=paths, module_worlds=[], app_name="piton_app",
-                output_path=str(out), stub_wasi=False,
-                import_interface_names=[("piton:tool/types@0.1.1", "piton_types")],
+                wit_path=[str(wit)], worlds=[HTTP_WORLD if http else WORLD], features=[],
+                all_features=False, world_module=None, python_path=paths, module_worlds=[],
+                app_name="piton_app", output_path=str(out), stub_wasi=False,
+                import_interface_names=INTERFACE_NAMES + (HTTP_INTERFACE_NAMES if http else []),
                 export_interface_names=[], full_names=False, intersect_world=None,
             )
         except BaseException as error:  # componentize-py raises AssertionError

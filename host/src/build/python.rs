@@ -34,8 +34,16 @@ const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/piton/_errors.py"),
     ),
     (
+        "piton/_http.py",
+        include_str!("../../../guest-sdk/python/piton/_http.py"),
+    ),
+    (
         "piton/_hints.py",
         include_str!("../../../guest-sdk/python/piton/_hints.py"),
+    ),
+    (
+        "piton/http.py",
+        include_str!("../../../guest-sdk/python/piton/http.py"),
     ),
     (
         "piton/_result.py",
@@ -55,7 +63,46 @@ const SDK: &[(&str, &str)] = &[
     ),
 ];
 
-const WIT: &str = include_str!("../../../wit/tool.wit");
+/// The WIT a Python build is given, relative to its `wit` folder: the contract, the
+/// world of tools that import `piton.http` (the toolbox plus
+/// `wasi:http/outgoing-handler`), and the wasi:* 0.2.12 packages that one needs,
+/// copied from the wasmtime-wasi-http crate the host links (a test checks they are
+/// the same text).
+const WIT: &[(&str, &str)] = &[
+    ("tool.wit", include_str!("../../../wit/tool.wit")),
+    (
+        "http.wit",
+        include_str!("../../../guest-sdk/python/wit/http.wit"),
+    ),
+    (
+        "deps/cli.wit",
+        include_str!("../../../guest-sdk/python/wit/deps/cli.wit"),
+    ),
+    (
+        "deps/clocks.wit",
+        include_str!("../../../guest-sdk/python/wit/deps/clocks.wit"),
+    ),
+    (
+        "deps/filesystem.wit",
+        include_str!("../../../guest-sdk/python/wit/deps/filesystem.wit"),
+    ),
+    (
+        "deps/http.wit",
+        include_str!("../../../guest-sdk/python/wit/deps/http.wit"),
+    ),
+    (
+        "deps/io.wit",
+        include_str!("../../../guest-sdk/python/wit/deps/io.wit"),
+    ),
+    (
+        "deps/random.wit",
+        include_str!("../../../guest-sdk/python/wit/deps/random.wit"),
+    ),
+    (
+        "deps/sockets.wit",
+        include_str!("../../../guest-sdk/python/wit/deps/sockets.wit"),
+    ),
+];
 
 /// Prints `MAJOR.MINOR` and componentize-py's version (or `none`).
 const PROBE: &str = "import sys\n\
@@ -212,7 +259,10 @@ fn write_stage(stage: &Path) -> Result<(), BuildError> {
     for (name, text) in SDK {
         write(stage.join("sdk").join(name), text)?;
     }
-    write(stage.join("wit/tool.wit"), WIT)
+    for (name, text) in WIT {
+        write(stage.join("wit").join(name), text)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -233,6 +283,87 @@ mod tests {
         let mut embedded: Vec<String> = SDK.iter().map(|(n, _)| (*n).to_owned()).collect();
         embedded.sort();
         assert_eq!(embedded, on_disk, "SDK in host/src/build/python.rs");
+    }
+
+    /// The staged wasi:* WIT is the text of the wasmtime-wasi-http crate the host
+    /// links (its version from Cargo.lock, its source from cargo's registry), so a
+    /// Python tool imports the interfaces, at the version, the host provides.
+    #[test]
+    fn the_wasi_wit_is_the_one_the_host_links() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let lock = std::fs::read_to_string(root.join("Cargo.lock")).expect("Cargo.lock");
+        let version = lock
+            .split("[[package]]")
+            .find(|p| p.contains("name = \"wasmtime-wasi-http\"\n"))
+            .and_then(|p| p.split("version = \"").nth(1))
+            .and_then(|v| v.split('"').next())
+            .expect("wasmtime-wasi-http in Cargo.lock");
+        let cargo_home = std::env::var_os("CARGO_HOME").map_or_else(
+            || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"),
+            PathBuf::from,
+        );
+        let crate_dir = std::fs::read_dir(cargo_home.join("registry/src"))
+            .expect("cargo's registry sources")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join(format!("wasmtime-wasi-http-{version}")))
+            .find(|p| p.is_dir())
+            .expect("wasmtime-wasi-http's source in cargo's registry");
+        let deps = crate_dir.join("wit/deps");
+        let mut names: Vec<String> = std::fs::read_dir(&deps)
+            .expect("its wit/deps")
+            .filter_map(|e| e.ok())
+            .map(|e| format!("deps/{}", e.file_name().to_string_lossy()))
+            .collect();
+        names.sort();
+        let staged: Vec<&str> = WIT
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| n.starts_with("deps/"))
+            .collect();
+        assert_eq!(
+            staged, names,
+            "the wasi WIT files in host/src/build/python.rs"
+        );
+        for (name, text) in WIT.iter().filter(|(n, _)| n.starts_with("deps/")) {
+            let theirs = std::fs::read_to_string(crate_dir.join("wit").join(name)).expect("read");
+            assert!(
+                *text == theirs,
+                "guest-sdk/python/wit/{name} differs from {}: copy it again",
+                deps.display()
+            );
+        }
+        let http = WIT
+            .iter()
+            .find(|(n, _)| *n == "http.wit")
+            .expect("http.wit")
+            .1;
+        let wasi = wasi_version(
+            WIT.iter()
+                .find(|(n, _)| *n == "deps/http.wit")
+                .expect("deps")
+                .1,
+        );
+        assert!(
+            http.contains(&format!("wasi:http/outgoing-handler@{wasi};")),
+            "http.wit imports {wasi}"
+        );
+        let build = SDK
+            .iter()
+            .find(|(n, _)| *n == "piton/build.py")
+            .expect("build.py")
+            .1;
+        assert!(
+            build.contains(&format!("WASI = \"{wasi}\"")),
+            "build.py pins {wasi}"
+        );
+    }
+
+    /// `0.2.12` from `package wasi:http@0.2.12;`.
+    fn wasi_version(wit: &str) -> &str {
+        wit.split_once("package wasi:http@")
+            .and_then(|(_, rest)| rest.split_once(';'))
+            .map(|(version, _)| version)
+            .expect("the package line")
     }
 
     #[test]

@@ -20,6 +20,8 @@ use crate::peers::{
 };
 use crate::support::*;
 
+mod http;
+
 const SEED: &str = "tests/python/seed_tools.py";
 
 /// The seed-page component copied into a fresh plugins folder, with `piton.toml`
@@ -80,6 +82,9 @@ async fn every_module_level_tool_is_listed_with_its_schema_description_and_hints
         [
             "bash",
             "fetch_file",
+            "fetch_url",
+            "post_text",
+            "post_text_read_only",
             "read_file",
             "results",
             "save_note",
