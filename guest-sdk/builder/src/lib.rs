@@ -28,7 +28,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TARGET: &str = "wasm32-wasip2";
+/// The Rust target guests are built for.
+pub const TARGET: &str = "wasm32-wasip2";
 /// The workspace profile guests are built with.
 const PROFILE: &str = "guest";
 
@@ -226,7 +227,20 @@ fn render(artifacts: &[Artifact], embed: bool) -> String {
 /// Installs the wasm target when the toolchain lacks it.
 fn ensure_target() {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(&rustc)
+    if !add_wasm_target(Path::new(&rustc)) {
+        panic!(
+            "the Rust target {TARGET} is missing and `rustup target add {TARGET}` failed; \
+             install it by hand with that command"
+        );
+    }
+}
+
+/// Whether the toolchain of `rustc` has the `wasm32-wasip2` target, after adding it
+/// with `rustup target add` when it lacked it (rustup does not add a
+/// `rust-toolchain.toml` target to a toolchain already installed). `piton build`
+/// uses it too.
+pub fn add_wasm_target(rustc: &Path) -> bool {
+    let sysroot = Command::new(rustc)
         .args(["--print", "sysroot"])
         .output()
         .ok()
@@ -235,18 +249,12 @@ fn ensure_target() {
     if let Some(sysroot) = &sysroot
         && sysroot.join("lib/rustlib").join(TARGET).is_dir()
     {
-        return;
+        return true;
     }
-    let status = Command::new("rustup")
+    Command::new("rustup")
         .args(["target", "add", TARGET])
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        _ => panic!(
-            "the Rust target {TARGET} is missing and `rustup target add {TARGET}` failed; \
-             install it by hand with that command"
-        ),
-    }
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// `<target>/piton-guests`, shared by every build script and profile, where `<target>`

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use super::project::{BuildError, Lang, Source, Toolchains, run};
 
-const TARGET: &str = "wasm32-wasip2";
+use piton_guest_builder::TARGET;
 
 /// Builds the crate of `source` into `out`.
 pub(super) fn build(
@@ -103,23 +103,10 @@ fn ensure_target(cargo: &Path) -> Result<(), BuildError> {
     } else {
         PathBuf::from("rustc")
     };
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    if let Some(sysroot) = &sysroot
-        && sysroot.join("lib/rustlib").join(TARGET).is_dir()
-    {
-        return Ok(());
-    }
-    match Command::new("rustup")
-        .args(["target", "add", TARGET])
-        .output()
-    {
-        Ok(o) if o.status.success() => Ok(()),
-        _ => Err(missing()),
+    if piton_guest_builder::add_wasm_target(&rustc) {
+        Ok(())
+    } else {
+        Err(missing())
     }
 }
 
