@@ -65,18 +65,6 @@ fn mount_dir() -> tempfile::TempDir {
     dir
 }
 
-/// `host` granted for writing, seen by the guest as `/data`.
-fn write_grant(host: &Path) -> Grants {
-    Grants {
-        mounts: vec![Mount {
-            host: host.into(),
-            guest: "/data".into(),
-            mode: MountMode::Write,
-        }],
-        ..Default::default()
-    }
-}
-
 /// A registry holding the component at `path` with `grants`.
 async fn registry_granting(path: &str, grants: Grants) -> Registry {
     let tool = with_settings(load(path).await, grants, Limits::default());

@@ -51,6 +51,18 @@ pub(crate) async fn registry_of(paths: &[&str], limits: Limits) -> Registry {
     registry
 }
 
+/// `host` granted for writing, seen by the guest as `/data`.
+pub(crate) fn write_grant(host: &std::path::Path) -> Grants {
+    Grants {
+        mounts: vec![piton_host::grants::Mount {
+            host: host.into(),
+            guest: "/data".into(),
+            mode: piton_host::grants::MountMode::Write,
+        }],
+        ..Default::default()
+    }
+}
+
 /// `tool` with `grants` and `limits`, as piton.toml's `[tools.NAME]` gives them at load.
 pub(crate) fn with_settings(tool: WasmTool, grants: Grants, limits: Limits) -> WasmTool {
     let settings = ToolConfig {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use piton_host::build::BuildError;
-use piton_host::grants::{Grants, Mount, MountMode};
+use piton_host::grants::Grants;
 use piton_host::{Hints, Limits, Registry, Tool as _, ToolError};
 use serde_json::json;
 
@@ -84,18 +84,6 @@ fn notes_folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("notes.txt"), "one two\nthree\n").expect("write notes");
     dir
-}
-
-/// `host` granted for writing as `/data`.
-fn write_grant(host: &Path) -> Grants {
-    Grants {
-        mounts: vec![Mount {
-            host: host.into(),
-            guest: "/data".into(),
-            mode: MountMode::Write,
-        }],
-        ..Default::default()
-    }
 }
 
 /// A registry of the component at `path`, granted `/data` for writing.
