@@ -7,6 +7,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
+
+#[path = "support/mod.rs"]
+mod support;
+use support::{Summary, record};
 use piton_host::Registry;
 use piton_host::loader::Loader;
 use piton_host::plugins::PluginsAt;
@@ -125,16 +129,13 @@ fn bench(c: &mut Criterion) {
     ratios(&s);
 }
 
-/// Medians over plain timed loops, printed as ratios (criterion reports each alone).
+/// Medians over plain timed loops, printed as ratios (criterion reports each alone)
+/// and recorded for the report.
 fn ratios(s: &Setup) {
     let args = json!({ "text": TEXT });
     let args_text = args.to_string();
-    let median = |mut samples: Vec<Duration>| {
-        samples.sort();
-        samples[samples.len() / 2]
-    };
     let n = 3000;
-    let fresh = median(
+    let fresh = Summary::of(
         (0..n)
             .map(|_| {
                 let t = Instant::now();
@@ -144,7 +145,7 @@ fn ratios(s: &Setup) {
             .collect(),
     );
     let mut reused_instance = s.rt.block_on(Reused::new());
-    let reused = median(
+    let reused = Summary::of(
         (0..n)
             .map(|_| {
                 let t = Instant::now();
@@ -153,7 +154,7 @@ fn ratios(s: &Setup) {
             })
             .collect(),
     );
-    let native = median(
+    let native = Summary::of(
         (0..n)
             .map(|_| {
                 let t = Instant::now();
@@ -163,11 +164,16 @@ fn ratios(s: &Setup) {
             .collect(),
     );
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
-    println!(
-        "medians over {n} calls: fresh {fresh:?}, reused {reused:?}, native {native:?}; \
-         fresh/reused {:.1}x, fresh/native {:.0}x",
-        ratio(fresh, reused),
-        ratio(fresh, native)
+    println!("over {n} calls each:");
+    record("call", "fresh_median", support::us(fresh.median()), "µs");
+    record("call", "fresh_p99", support::us(fresh.p99()), "µs");
+    record("call", "reused_median", support::us(reused.median()), "µs");
+    record("call", "native_median", support::us(native.median()), "µs");
+    record(
+        "call",
+        "fresh_over_reused",
+        ratio(fresh.median(), reused.median()),
+        "x",
     );
 }
 

@@ -12,9 +12,13 @@ use std::hint::black_box;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
+
+#[path = "support/mod.rs"]
+mod support;
+use support::{Summary, load_average, record};
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -63,12 +67,6 @@ impl Folders {
 
 fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("piton-bench-cache")
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The rmcp client.
@@ -174,35 +172,36 @@ fn raw_params() -> String {
     json!({"name": "word_count", "arguments": {"text": TEXT}}).to_string()
 }
 
-/// Times `CALLS` sequential calls after `WARM_UP` untimed ones and prints the summary.
-fn timed_loop(label: &str, mut call: impl FnMut()) {
+/// Times `CALLS` sequential calls after `WARM_UP` untimed ones, prints the summary
+/// and records median and p99 under `key`.
+fn timed_loop(label: &str, key: &str, mut call: impl FnMut()) {
     for _ in 0..WARM_UP {
         call();
     }
     let before = load_average();
-    let mut samples: Vec<Duration> = (0..CALLS)
-        .map(|_| {
-            let t = Instant::now();
-            call();
-            t.elapsed()
-        })
-        .collect();
+    let samples = Summary::of(
+        (0..CALLS)
+            .map(|_| {
+                let t = Instant::now();
+                call();
+                t.elapsed()
+            })
+            .collect(),
+    );
     let after = load_average();
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let at = |q: f64| ms(samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)]);
-    let mean = ms(samples.iter().sum::<Duration>()) / samples.len() as f64;
+    let ms = support::ms;
     println!(
         "mcp tools/call word_count, {label}: {CALLS} sequential calls: median {:.4} ms, \
-         p90 {:.4} ms, p99 {:.4} ms, mean {:.4} ms (max {:.3} ms); \
+         p90 {:.4} ms, p99 {:.4} ms, mean {:.4} ms; \
          load average before {before}, after {after}; {} CPUs",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        mean,
-        ms(samples[samples.len() - 1]),
+        ms(samples.median()),
+        ms(samples.at(0.9)),
+        ms(samples.p99()),
+        ms(samples.mean()),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
+    record("mcp", &format!("{key}_median"), ms(samples.median()), "ms");
+    record("mcp", &format!("{key}_p99"), ms(samples.p99()), "ms");
 }
 
 fn bench(c: &mut Criterion) {
@@ -212,7 +211,7 @@ fn bench(c: &mut Criterion) {
     // rmcp client.
     let client = rt.block_on(rmcp_client(&folders));
     let params = call_params();
-    timed_loop("rmcp client", || {
+    timed_loop("rmcp client", "stdio_rmcp", || {
         rt.block_on(rmcp_call(&client, params.clone()))
             .expect("call");
     });
@@ -226,7 +225,7 @@ fn bench(c: &mut Criterion) {
     // Raw JSON-RPC lines.
     let mut raw = RawClient::start(&folders);
     let raw_params = raw_params();
-    timed_loop("raw JSON-RPC client", || raw.call(&raw_params));
+    timed_loop("raw JSON-RPC client", "stdio_raw", || raw.call(&raw_params));
     group.bench_function("raw_jsonrpc_client", |b| b.iter(|| raw.call(&raw_params)));
     group.finish();
     drop(raw);
