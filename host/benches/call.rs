@@ -10,13 +10,13 @@ use criterion::{Criterion, criterion_group};
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{Summary, record};
 use piton_host::Registry;
 use piton_host::loader::Loader;
 use piton_host::plugins::PluginsAt;
 use piton_host::plugins::bundled_bytes;
 use piton_host::wasm::{RuntimeConfig, WasmRuntime};
 use serde_json::json;
+use support::{Summary, record};
 use wasmtime::component::{Component, Func, Linker, ResourceTable, Val};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};

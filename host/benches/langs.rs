@@ -19,6 +19,10 @@ use piton_host::config::ToolConfig;
 use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
 use serde_json::json;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::record;
+
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
 const COLD_COMPILES: usize = 3;
 const CACHED_LOADS: usize = 10;
@@ -68,6 +72,31 @@ fn main() {
             row.memory
                 .map_or_else(|| "> 256MiB".to_owned(), piton_host::format_size),
         );
+        let name = lang.name();
+        record(
+            "langs",
+            &format!("{name}_size"),
+            size as f64 / 1024.0,
+            "KiB",
+        );
+        record(
+            "langs",
+            &format!("{name}_build"),
+            build_time.as_secs_f64(),
+            "s",
+        );
+        let cold = row.cold_compile.as_secs_f64();
+        record("langs", &format!("{name}_cold_compile"), cold, "s");
+        let cached = support::ms(row.cached_load);
+        record("langs", &format!("{name}_cached_load"), cached, "ms");
+        let median = support::us(row.call_median);
+        record("langs", &format!("{name}_call_median"), median, "µs");
+        let p99 = support::us(row.call_p99);
+        record("langs", &format!("{name}_call_p99"), p99, "µs");
+        if let Some(memory) = row.memory {
+            let memory = memory as f64 / f64::from(1 << 20);
+            record("langs", &format!("{name}_memory"), memory, "MiB");
+        }
     }
 }
 

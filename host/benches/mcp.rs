@@ -18,12 +18,12 @@ use criterion::{Criterion, criterion_group};
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{Summary, load_average, record};
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt as _};
 use serde_json::{Value, json};
+use support::{Summary, load_average, record};
 
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
 /// Timed calls per plain loop.

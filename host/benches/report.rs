@@ -1,0 +1,351 @@
+//! Rewrites the README's performance tables from the figures of one benchmark run.
+//!
+//! `host/benches/report` runs every benchmark with `$PITON_BENCH_RECORD` set, so each
+//! appends its figures there as JSON lines (see `support/mod.rs`), then runs this:
+//!
+//! `cargo bench -p piton-host --bench report -- RECORD README.md DATE COMMIT`
+//!
+//! Each table sits between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in the
+//! README; everything outside those markers is left as it is. A figure the run did
+//! not produce shows as `–` and is listed on stderr. Without arguments (as `cargo
+//! test` and a plain `cargo bench` run it) it checks itself on a built-in record.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// One figure of the record: its value, unit and the 1-minute load when taken.
+#[derive(Clone, Debug)]
+struct Figure {
+    value: f64,
+    unit: String,
+    load: f64,
+}
+
+/// The figures of one run, by `bench/key`.
+#[derive(Debug, Default)]
+struct Record {
+    figures: BTreeMap<String, Figure>,
+}
+
+impl Record {
+    /// Parses the JSON lines; a later line for the same figure wins.
+    fn parse(text: &str) -> Result<Self, String> {
+        let mut figures = BTreeMap::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let value: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", n + 1))?;
+            let field = |name: &str| {
+                value
+                    .get(name)
+                    .ok_or_else(|| format!("line {}: no `{name}`", n + 1))
+            };
+            let text_of = |name: &str| {
+                field(name)?
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("line {}: `{name}` is not text", n + 1))
+            };
+            let id = format!("{}/{}", text_of("bench")?, text_of("key")?);
+            let figure = Figure {
+                value: field("value")?.as_f64().unwrap_or(f64::NAN),
+                unit: text_of("unit")?,
+                load: field("load")?.as_f64().unwrap_or(f64::NAN),
+            };
+            figures.insert(id, figure);
+        }
+        Ok(Self { figures })
+    }
+
+    /// The lowest and highest load seen while measuring.
+    fn load_range(&self) -> Option<(f64, f64)> {
+        let loads = self
+            .figures
+            .values()
+            .map(|f| f.load)
+            .filter(|l| l.is_finite());
+        loads.fold(None, |range, load| match range {
+            None => Some((load, load)),
+            Some((low, high)) => Some((f64::min(low, load), f64::max(high, load))),
+        })
+    }
+}
+
+/// One row of a table: a label, then cells (a cell is figures joined by " / "),
+/// then a last column of text (a target), if the table has one.
+struct Row {
+    label: &'static str,
+    cells: &'static [&'static [&'static str]],
+    then: Option<&'static str>,
+}
+
+/// A table: its region name in the README, its header and rows.
+struct Table {
+    region: &'static str,
+    header: &'static [&'static str],
+    rows: &'static [Row],
+}
+
+const TABLES: &[Table] = &[
+    Table {
+        region: "speed",
+        header: &["", "median / p99", "target"],
+        rows: &[
+            Row {
+                label: "`word_count` in a fresh instance, in process",
+                cells: &[&["call/fresh_median", "call/fresh_p99"]],
+                then: Some("≤ 10 µs"),
+            },
+            Row {
+                label: "the same in one reused instance (not piton's way: the floor)",
+                cells: &[&["call/reused_median"]],
+                then: Some(""),
+            },
+            Row {
+                label: "fresh / reused",
+                cells: &[&["call/fresh_over_reused"]],
+                then: Some("≤ 5x"),
+            },
+            Row {
+                label: "MCP `tools/call` over stdio, rmcp client",
+                cells: &[&["mcp/stdio_rmcp_median", "mcp/stdio_rmcp_p99"]],
+                then: Some("≤ 0.10 ms"),
+            },
+            Row {
+                label: "MCP `tools/call` over stdio, raw JSON-RPC lines",
+                cells: &[&["mcp/stdio_raw_median", "mcp/stdio_raw_p99"]],
+                then: Some("≤ 0.08 ms"),
+            },
+        ],
+    },
+    Table {
+        region: "langs",
+        header: &[
+            "language",
+            "component",
+            "build",
+            "cold compile",
+            "cached load",
+            "call, fresh instance (median / p99)",
+            "least memory",
+        ],
+        rows: &[
+            Row {
+                label: "Rust",
+                cells: &[
+                    &["langs/rust_size"],
+                    &["langs/rust_build"],
+                    &["langs/rust_cold_compile"],
+                    &["langs/rust_cached_load"],
+                    &["langs/rust_call_median", "langs/rust_call_p99"],
+                    &["langs/rust_memory"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "Python",
+                cells: &[
+                    &["langs/python_size"],
+                    &["langs/python_build"],
+                    &["langs/python_cold_compile"],
+                    &["langs/python_cached_load"],
+                    &["langs/python_call_median", "langs/python_call_p99"],
+                    &["langs/python_memory"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "JavaScript",
+                cells: &[
+                    &["langs/js_size"],
+                    &["langs/js_build"],
+                    &["langs/js_cold_compile"],
+                    &["langs/js_cached_load"],
+                    &["langs/js_call_median", "langs/js_call_p99"],
+                    &["langs/js_memory"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "C",
+                cells: &[
+                    &["langs/c_size"],
+                    &["langs/c_build"],
+                    &["langs/c_cold_compile"],
+                    &["langs/c_cached_load"],
+                    &["langs/c_call_median", "langs/c_call_p99"],
+                    &["langs/c_memory"],
+                ],
+                then: None,
+            },
+        ],
+    },
+];
+
+/// A figure as the table shows it: few digits, its unit.
+fn show(figure: &Figure) -> String {
+    let v = figure.value;
+    match figure.unit.as_str() {
+        "x" => format!("{v:.1}x"),
+        "KiB" if v >= 1024.0 => format!("{:.1} MiB", v / 1024.0),
+        "calls/s" | "requests/s" => format!("{} {}", thousands(v), figure.unit),
+        unit if v >= 100.0 => format!("{v:.0} {unit}"),
+        unit if v >= 10.0 => format!("{v:.1} {unit}"),
+        unit if v >= 1.0 => format!("{v:.2} {unit}"),
+        unit => format!("{v:.3} {unit}"),
+    }
+}
+
+/// `v` rounded, with thin groups of three digits: `123 456`.
+fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The table's markdown, and the figures it wanted but the record lacks.
+fn render(table: &Table, record: &Record) -> (String, Vec<&'static str>) {
+    let mut missing = Vec::new();
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", table.header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(table.header.len()));
+    for row in table.rows {
+        let mut cells = vec![row.label.to_owned()];
+        for keys in row.cells {
+            let shown: Vec<String> = keys
+                .iter()
+                .map(|key| match record.figures.get(*key) {
+                    Some(figure) => show(figure),
+                    None => {
+                        missing.push(*key);
+                        "–".to_owned()
+                    }
+                })
+                .collect();
+            cells.push(shown.join(" / "));
+        }
+        cells.extend(row.then.map(str::to_owned));
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    (out, missing)
+}
+
+/// `readme` with each table's region replaced, and a line under each giving the
+/// run; the figures missing from the record.
+fn rewrite(
+    readme: &str,
+    record: &Record,
+    date: &str,
+    commit: &str,
+) -> Result<(String, Vec<&'static str>), String> {
+    let mut readme = readme.to_owned();
+    let mut missing = Vec::new();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = record
+        .load_range()
+        .map_or_else(|| "unknown".to_owned(), |(l, h)| format!("{l:.2}–{h:.2}"));
+    for table in TABLES {
+        let begin = format!("<!-- bench:{} -->", table.region);
+        let end = format!("<!-- /bench:{} -->", table.region);
+        let (Some(start), Some(stop)) = (readme.find(&begin), readme.find(&end)) else {
+            return Err(format!(
+                "the README has no `{begin}` … `{end}` region; put the two markers where \
+                 the table goes"
+            ));
+        };
+        if stop < start {
+            return Err(format!("`{end}` comes before `{begin}` in the README"));
+        }
+        let (body, lacking) = render(table, record);
+        missing.extend(lacking);
+        let text = format!(
+            "{begin}\n{body}\n(One run of `host/benches/report`: {date}, commit {commit}, \
+             {cpus} CPUs, release build, 1-minute load average {load} while measuring.)\n"
+        );
+        readme.replace_range(start..stop, &text);
+    }
+    Ok((readme, missing))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let [record, readme, date, commit] = args.as_slice() else {
+        self_check();
+        return;
+    };
+    let outcome = std::fs::read_to_string(record)
+        .map_err(|e| format!("cannot read the record {record}: {e}"))
+        .and_then(|text| Record::parse(&text).map_err(|e| format!("{record}: {e}")))
+        .and_then(|parsed| {
+            let text = std::fs::read_to_string(readme)
+                .map_err(|e| format!("cannot read {readme}: {e}"))?;
+            let (text, missing) = rewrite(&text, &parsed, date, commit)?;
+            std::fs::write(readme, text).map_err(|e| format!("cannot write {readme}: {e}"))?;
+            Ok(missing)
+        });
+    match outcome {
+        Ok(missing) if missing.is_empty() => println!("rewrote the tables in {readme}"),
+        Ok(missing) => {
+            eprintln!(
+                "rewrote the tables in {readme}; not measured in this run (shown as –): {}",
+                missing.join(", ")
+            );
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Renders a built-in record into a README with each region and checks the result.
+fn self_check() {
+    let record = Record::parse(concat!(
+        r#"{"bench":"call","key":"fresh_median","value":8.25,"unit":"µs","load":1.5}"#,
+        "\n",
+        r#"{"bench":"call","key":"fresh_median","value":9.5,"unit":"µs","load":1.25}"#,
+        "\n\n",
+        r#"{"bench":"langs","key":"python_size","value":19968,"unit":"KiB","load":2.0}"#,
+        "\n",
+    ))
+    .unwrap_or_else(|e| panic!("the built-in record parses: {e}"));
+    let readme = "# T\n\nbefore\n<!-- bench:speed -->\nSTALE TABLE\n<!-- /bench:speed -->\n\
+                  mid\n<!-- bench:langs -->\n<!-- /bench:langs -->\nafter\n";
+    let (out, missing) = rewrite(readme, &record, "2026-12-01", "abc1234")
+        .unwrap_or_else(|e| panic!("rewrites: {e}"));
+    assert!(
+        out.starts_with("# T\n\nbefore\n<!-- bench:speed -->\n| "),
+        "{out}"
+    );
+    assert!(out.ends_with("<!-- /bench:langs -->\nafter\n"), "{out}");
+    assert!(out.contains("\n<!-- /bench:speed -->\nmid\n"), "{out}");
+    assert!(!out.contains("STALE"), "the old table is replaced: {out}");
+    assert!(
+        out.contains("| 9.50 µs / – |"),
+        "the later line wins: {out}"
+    );
+    assert!(out.contains("| Python | 19.5 MiB |"), "{out}");
+    assert!(out.contains("load average 1.25–2.00"), "{out}");
+    assert!(out.contains("commit abc1234"), "{out}");
+    assert!(missing.contains(&"call/fresh_p99") && !missing.contains(&"call/fresh_median"));
+    // Rendering again gives the same README: the markers survive.
+    let (again, _) = rewrite(&out, &record, "2026-12-01", "abc1234")
+        .unwrap_or_else(|e| panic!("rewrites again: {e}"));
+    assert_eq!(again, out);
+    assert!(rewrite("no markers", &record, "d", "c").is_err());
+    assert!(Record::parse("{\"bench\":\"call\"}").is_err());
+    assert_eq!(thousands(123_456.4), "123 456");
+    assert_eq!(thousands(999.0), "999");
+    println!("report: self-check passed (give RECORD README DATE COMMIT to rewrite a README)");
+}
