@@ -30,7 +30,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use super::deadline::{Phases, RequestBody, ResponseBody, TrackedIo};
+use super::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
 use super::limits::HttpLimits;
 use super::served::Served;
 use super::session::{ServeError, Session};
@@ -163,13 +163,17 @@ async fn connection(
     mut stopping: watch::Receiver<bool>,
 ) {
     let limits = app.limits;
+    let no_delay = stream.nodelay().unwrap_or(false);
     let (phases, mut phase) = Phases::start();
-    let io = TokioIo::new(TrackedIo::new(stream, phases.clone()));
+    let tally = Arc::new(Tally::default());
+    let io = TokioIo::new(TrackedIo::new(stream, phases.clone(), tally.clone()));
     let service = {
         let phases = phases.clone();
+        let tally = tally.clone();
         hyper::service::service_fn(move |request: Request<Incoming>| {
             let app = app.clone();
             let phases = phases.clone();
+            tally.request();
             phases.request(hyper::body::Body::is_end_stream(request.body()));
             let request = request.map(|body| RequestBody::new(body, phases.clone()));
             async move {
@@ -203,7 +207,7 @@ async fn connection(
                     && phase.borrow().deadline(&limits) == deadline
                 {
                     tracing::debug!(%peer, "closing a connection that {why}");
-                    return;
+                    break Ok(());
                 }
             }
         }
@@ -211,6 +215,13 @@ async fn connection(
     if let Err(error) = ended {
         tracing::debug!(%error, "HTTP connection ended with an error");
     }
+    tracing::debug!(
+        %peer,
+        requests = tally.requests(),
+        writes = tally.writes(),
+        no_delay,
+        "connection closed"
+    );
 }
 
 type Body = BoxBody<Bytes, Infallible>;
