@@ -30,6 +30,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use super::answer::EndsWithAnswer;
 use super::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
 use super::limits::HttpLimits;
 use super::served::Served;
@@ -163,6 +164,13 @@ async fn connection(
     mut stopping: watch::Receiver<bool>,
 ) {
     let limits = app.limits;
+    // An answer goes out in one write (see `answer`), but not everything can: an event
+    // stream's events, a body larger than the socket takes at once. With Nagle's
+    // algorithm on, a write made while the previous one is unacknowledged waits for
+    // the client's ACK, which clients delay up to 40 ms while they wait for the rest.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, %error, "cannot turn Nagle's algorithm off");
+    }
     let no_delay = stream.nodelay().unwrap_or(false);
     let (phases, mut phase) = Phases::start();
     let tally = Arc::new(Tally::default());
@@ -175,10 +183,17 @@ async fn connection(
             let phases = phases.clone();
             tally.request();
             phases.request(hyper::body::Body::is_end_stream(request.body()));
+            let post = request.method() == http::Method::POST;
             let request = request.map(|body| RequestBody::new(body, phases.clone()));
             async move {
                 let response = app.handle(request).await;
-                Ok::<_, Infallible>(response.map(|body| ResponseBody::new(body, phases)))
+                let events = response
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+                Ok::<_, Infallible>(response.map(|body| {
+                    ResponseBody::new(EndsWithAnswer::new(body, post && events), phases)
+                }))
             }
         })
     };
