@@ -349,7 +349,8 @@ async fn run_level<C: Caller>(clients: Vec<C>, each: usize, server: &Server) -> 
     }
 }
 
-/// Prints and records one level's figures under `{key}_c{clients}_*`.
+/// Prints and records one level's figures under `{key}_c{clients}_*`: calls/s,
+/// median, p99, and the server's CPU per call.
 fn report(key: &str, label: &str, clients: usize, level: &Level, load_before: &str) {
     let n = level.calls.len();
     let rps = n as f64 / level.wall.as_secs_f64();
@@ -392,12 +393,16 @@ fn report(key: &str, label: &str, clients: usize, level: &Level, load_before: &s
         ms(level.calls.p99()),
         "ms",
     );
+    if let Some(cpu) = level.server_cpu {
+        let us = cpu.as_secs_f64() * 1e6 / n as f64;
+        record("http", &format!("{key}_c{clients}_server_cpu"), us, "µs");
+    }
 }
 
 fn main() {
     let folders = Folders::new();
-    // One thread for every client: the client's CPU is bounded by one core and
-    // measured, and no client thread competes with another for the second.
+    // One thread for all the clients: their CPU is bounded by one core and measured,
+    // and they leave the other core to the server.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
