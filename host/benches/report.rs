@@ -121,6 +121,68 @@ const TABLES: &[Table] = &[
         ],
     },
     Table {
+        region: "throughput",
+        header: &[
+            "concurrent clients",
+            "`serve --http`: calls/s",
+            "median / p99",
+            "server CPU per call",
+            "`serve` on stdio: calls/s",
+            "median / p99",
+            "server CPU per call",
+        ],
+        rows: &[
+            Row {
+                label: "1",
+                cells: &[
+                    &["http/http_c1_rps"],
+                    &["http/http_c1_median", "http/http_c1_p99"],
+                    &["http/http_c1_server_cpu"],
+                    &["http/stdio_c1_rps"],
+                    &["http/stdio_c1_median", "http/stdio_c1_p99"],
+                    &["http/stdio_c1_server_cpu"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "16",
+                cells: &[
+                    &["http/http_c16_rps"],
+                    &["http/http_c16_median", "http/http_c16_p99"],
+                    &["http/http_c16_server_cpu"],
+                    &["http/stdio_c16_rps"],
+                    &["http/stdio_c16_median", "http/stdio_c16_p99"],
+                    &["http/stdio_c16_server_cpu"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "64",
+                cells: &[
+                    &["http/http_c64_rps"],
+                    &["http/http_c64_median", "http/http_c64_p99"],
+                    &["http/http_c64_server_cpu"],
+                    &["http/stdio_c64_rps"],
+                    &["http/stdio_c64_median", "http/stdio_c64_p99"],
+                    &["http/stdio_c64_server_cpu"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "256",
+                cells: &[
+                    &["http/http_c256_rps"],
+                    &["http/http_c256_median", "http/http_c256_p99"],
+                    &["http/http_c256_server_cpu"],
+                    &["http/stdio_c256_rps"],
+                    &["http/stdio_c256_median", "http/stdio_c256_p99"],
+                    &["http/stdio_c256_server_cpu"],
+                ],
+                then: None,
+            },
+        ],
+    },
+    Table {
         region: "langs",
         header: &[
             "language",
@@ -321,14 +383,16 @@ fn self_check() {
     ))
     .unwrap_or_else(|e| panic!("the built-in record parses: {e}"));
     let readme = "# T\n\nbefore\n<!-- bench:speed -->\nSTALE TABLE\n<!-- /bench:speed -->\n\
-                  mid\n<!-- bench:langs -->\n<!-- /bench:langs -->\nafter\n";
+                  mid\n<!-- bench:langs -->\n<!-- /bench:langs -->\nafter\n\
+                  <!-- bench:throughput -->\n<!-- /bench:throughput -->\n";
     let (out, missing) = rewrite(readme, &record, "2026-12-01", "abc1234")
         .unwrap_or_else(|e| panic!("rewrites: {e}"));
     assert!(
         out.starts_with("# T\n\nbefore\n<!-- bench:speed -->\n| "),
         "{out}"
     );
-    assert!(out.ends_with("<!-- /bench:langs -->\nafter\n"), "{out}");
+    assert!(out.contains("<!-- /bench:langs -->\nafter\n"), "{out}");
+    assert!(out.ends_with("<!-- /bench:throughput -->\n"), "{out}");
     assert!(out.contains("\n<!-- /bench:speed -->\nmid\n"), "{out}");
     assert!(!out.contains("STALE"), "the old table is replaced: {out}");
     assert!(

@@ -41,6 +41,44 @@ pub(crate) fn call_params(name: &str, arguments: Value) -> Value {
     json!({"name": name, "arguments": arguments})
 }
 
+/// The per-request metadata of protocol 2026-07-28, which needs no session.
+pub(crate) fn stateless_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
+}
+
+/// Request `id`, a 2026-07-28 tools/call of `name`, as a POST to /mcp on a connection
+/// of the caller's: the request and the headers that go with it.
+pub(crate) fn stateless_call(
+    addr: std::net::SocketAddr,
+    id: u64,
+    name: &str,
+    arguments: Value,
+) -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    let mut params = call_params(name, arguments);
+    params["_meta"] = stateless_meta();
+    let body = request(id, "tools/call", params).to_string();
+    http::Request::post("/mcp")
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .expect("a request")
+}
+
+/// The message answering `id` among the server-sent events of `text`, a whole body.
+pub(crate) fn sse_answer(text: &str, id: u64) -> Option<Value> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message["id"] == id)
+}
+
 /// Sorts `message`, read while waiting for the answer to request `id`: a
 /// notification (no `id`) goes to `notifications` and gives `None`; any other
 /// message must be that answer.

@@ -6,9 +6,12 @@ use piton_tests::plugins;
 use serde_json::json;
 
 use crate::mcp_client::{
-    HttpSession, body_text, event_stream, http_request, sse_until, tool_names,
+    HttpSession, body_text, event_stream, http_request, sse_answer, sse_until, stateless_call,
+    tool_names,
 };
-use crate::support::{piton, plugins_folder, serve_http, serve_http_on};
+use crate::support::{
+    ANSWER, listening, piton, plugins_folder, serve_http, serve_http_command, serve_http_on,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_lists_and_calls_and_stops_cleanly_on_sigterm() {
@@ -208,4 +211,68 @@ async fn serve_http_tells_each_session_when_the_plugins_change() {
     // An open event stream does not keep the server from stopping.
     piton.terminate();
     assert_eq!(piton.exit_code(), Some(0), "{}", piton.stderr.text());
+}
+
+/// The value of `name=` in a log line.
+fn log_field<'a>(line: &'a str, name: &str) -> &'a str {
+    let key = format!(" {name}=");
+    line.split_once(&key)
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+/// A kept-alive client reading each whole answer before its next call (as a proxy
+/// or an ordinary HTTP client does) gets each in one write, on a socket with Nagle's
+/// algorithm off. Two writes per answer (the event, then the chunk that ends the
+/// body) on a delaying socket made the second wait for the client's delayed ACK,
+/// ~40 ms a call. Asserted on the server's own count of its writes and on the socket
+/// option, which it logs when the connection closes, never on a clock.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_http_answers_each_call_of_a_kept_alive_client_in_one_write_without_delay() {
+    const CALLS: u64 = 200;
+    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let mut command = serve_http_command("127.0.0.1:0", Some(folder.path()), &[]);
+    command.env("PITON_LOG", "warn,piton_host::serve::http=debug");
+    let (piton, addr) = listening(command);
+
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let local = stream.local_addr().expect("the client's address");
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .expect("HTTP handshake");
+    let connection = tokio::spawn(connection);
+    for id in 1..=CALLS {
+        let text = "w ".repeat(usize::try_from(id).expect("a small count"));
+        let request = stateless_call(addr, id, "word_count", json!({"text": text}));
+        sender.ready().await.expect("the connection stays open");
+        let response = tokio::time::timeout(ANSWER, sender.send_request(request))
+            .await
+            .expect("an answer in time")
+            .expect("an HTTP response on the same connection");
+        assert_eq!(response.status(), 200, "call {id}");
+        let body = body_text(response).await;
+        let answer = sse_answer(&body, id).unwrap_or_else(|| panic!("no answer {id}: {body}"));
+        assert_eq!(
+            answer["result"]["content"][0]["text"],
+            id.to_string(),
+            "{answer}"
+        );
+    }
+    // Closing its side ends the connection, and the server says what it carried.
+    drop(sender);
+    tokio::time::timeout(ANSWER, connection)
+        .await
+        .expect("the connection closes")
+        .expect("the connection task")
+        .expect("a clean close");
+    let line = piton.stderr.wait_for(&format!("peer={local} "));
+    assert!(line.contains("connection closed"), "{line}");
+    assert_eq!(log_field(&line, "requests"), CALLS.to_string(), "{line}");
+    assert_eq!(log_field(&line, "no_delay"), "true", "{line}");
+    let writes: u64 = log_field(&line, "writes").parse().expect("a count");
+    assert!(
+        writes <= CALLS,
+        "{writes} writes for {CALLS} answers, more than one each: {line}"
+    );
 }

@@ -313,11 +313,27 @@ pub(crate) fn serve_http_with(
     folder: Option<&std::path::Path>,
     flags: &[&str],
 ) -> (Running, std::net::SocketAddr) {
+    listening(serve_http_command(bind, folder, flags))
+}
+
+/// The command `piton serve --http bind` on `folder` with `flags`, for a test that
+/// adds to it before [`listening`] starts it.
+pub(crate) fn serve_http_command(
+    bind: &str,
+    folder: Option<&std::path::Path>,
+    flags: &[&str],
+) -> Command {
     let mut command = piton();
     command.args(["serve", "--http", bind]).args(flags);
     if let Some(folder) = folder {
         command.arg("--plugins").arg(folder);
     }
+    command
+}
+
+/// Starts `command`, a `piton serve --http`, and returns it with the address it says
+/// it listens on.
+pub(crate) fn listening(mut command: Command) -> (Running, std::net::SocketAddr) {
     let child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -7,10 +7,15 @@
 //! ([`RequestBody`], [`ResponseBody`]) move its [`Phase`] along; the connection's task
 //! closes it when the phase's deadline passes. (hyper's own `header_read_timeout`
 //! also runs while a connection is idle, so it cannot tell the two apart.)
+//!
+//! The same stream counts its writes ([`Tally`]), which the connection logs when it
+//! closes: an answer should cost one write, and a second one can stall on the
+//! client's delayed ACK.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use hyper::body::{Body, Frame, SizeHint};
@@ -113,16 +118,51 @@ impl Phases {
     }
 }
 
-/// A connection's stream, reporting when bytes arrive.
+/// What one connection has carried: requests in and writes out.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    requests: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl Tally {
+    /// A request's head is in.
+    pub(super) fn request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests so far.
+    pub(super) fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Writes to the socket so far that wrote something.
+    pub(super) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    fn wrote(&self, written: &Poll<io::Result<usize>>) {
+        if matches!(written, Poll::Ready(Ok(n)) if *n > 0) {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A connection's stream, reporting when bytes arrive and counting its writes.
 #[derive(Debug)]
 pub(super) struct TrackedIo<T> {
     inner: T,
     phases: Phases,
+    tally: Arc<Tally>,
 }
 
 impl<T> TrackedIo<T> {
-    pub(super) fn new(inner: T, phases: Phases) -> Self {
-        Self { inner, phases }
+    pub(super) fn new(inner: T, phases: Phases, tally: Arc<Tally>) -> Self {
+        Self {
+            inner,
+            phases,
+            tally,
+        }
     }
 }
 
@@ -147,7 +187,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.tally.wrote(&written);
+        written
     }
 
     fn poll_write_vectored(
@@ -155,7 +197,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.tally.wrote(&written);
+        written
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -30,7 +30,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use super::deadline::{Phases, RequestBody, ResponseBody, TrackedIo};
+use super::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
+use super::ends_with_answer::EndsWithAnswer;
 use super::limits::HttpLimits;
 use super::served::Served;
 use super::session::{ServeError, Session};
@@ -163,18 +164,36 @@ async fn connection(
     mut stopping: watch::Receiver<bool>,
 ) {
     let limits = app.limits;
+    // An answer goes out in one write (see `ends_with_answer`), but not everything can: an event
+    // stream's events, a body larger than the socket takes at once. With Nagle's
+    // algorithm on, a write made while the previous one is unacknowledged waits for
+    // the client's ACK, which clients delay up to 40 ms while they wait for the rest.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, %error, "cannot turn Nagle's algorithm off");
+    }
+    let no_delay = stream.nodelay().unwrap_or(false);
     let (phases, mut phase) = Phases::start();
-    let io = TokioIo::new(TrackedIo::new(stream, phases.clone()));
+    let tally = Arc::new(Tally::default());
+    let io = TokioIo::new(TrackedIo::new(stream, phases.clone(), tally.clone()));
     let service = {
         let phases = phases.clone();
+        let tally = tally.clone();
         hyper::service::service_fn(move |request: Request<Incoming>| {
             let app = app.clone();
             let phases = phases.clone();
+            tally.request();
             phases.request(hyper::body::Body::is_end_stream(request.body()));
+            let post = request.method() == http::Method::POST;
             let request = request.map(|body| RequestBody::new(body, phases.clone()));
             async move {
                 let response = app.handle(request).await;
-                Ok::<_, Infallible>(response.map(|body| ResponseBody::new(body, phases)))
+                let events = response
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+                Ok::<_, Infallible>(response.map(|body| {
+                    ResponseBody::new(EndsWithAnswer::new(body, post && events), phases)
+                }))
             }
         })
     };
@@ -203,7 +222,7 @@ async fn connection(
                     && phase.borrow().deadline(&limits) == deadline
                 {
                     tracing::debug!(%peer, "closing a connection that {why}");
-                    return;
+                    break Ok(());
                 }
             }
         }
@@ -211,6 +230,13 @@ async fn connection(
     if let Err(error) = ended {
         tracing::debug!(%error, "HTTP connection ended with an error");
     }
+    tracing::debug!(
+        %peer,
+        requests = tally.requests(),
+        writes = tally.writes(),
+        no_delay,
+        "connection closed"
+    );
 }
 
 type Body = BoxBody<Bytes, Infallible>;

@@ -6,6 +6,7 @@
 //! endpoint with its connection, session and time limits.
 
 mod deadline;
+mod ends_with_answer;
 mod http;
 mod limits;
 mod served;
