@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,6 +26,7 @@ use tokio::sync::{Barrier, mpsc, oneshot};
 
 #[path = "support/mod.rs"]
 mod support;
+use support::folders::Folders;
 use support::{Summary, load_average, ms, record};
 
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
@@ -34,43 +34,6 @@ const TEXT: &str = "the quick brown fox jumps over the lazy dog";
 const LEVELS: [(usize, usize); 4] = [(1, 4000), (16, 8000), (64, 10_000), (256, 10_240)];
 /// Untimed calls on a new server first: the first loads the component, the rest warm.
 const WARM_UP: usize = 200;
-
-/// A temp folder holding only the bundled `word_count` component, and an empty one to
-/// run in, so neither `$PITON_PLUGINS` nor `./plugins` nor a `piton.toml` applies.
-struct Folders {
-    plugins: tempfile::TempDir,
-    cwd: tempfile::TempDir,
-}
-
-impl Folders {
-    fn new() -> Self {
-        let plugins = tempfile::tempdir().expect("temp dir");
-        let bytes = piton_host::plugins::bundled_bytes("word-count").expect("word-count");
-        std::fs::write(plugins.path().join("word_count.wasm"), bytes).expect("write wasm");
-        let cwd = tempfile::tempdir().expect("temp dir");
-        Self { plugins, cwd }
-    }
-
-    /// `piton serve ARGS` on the plugins folder, its compiled components cached in the
-    /// target folder rather than the user's cache.
-    fn serve(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_piton"));
-        cmd.arg("serve")
-            .args(args)
-            .arg("--plugins")
-            .arg(self.plugins.path())
-            .current_dir(self.cwd.path())
-            .env("PITON_CACHE_DIR", cache_dir())
-            .env_remove("PITON_PLUGINS")
-            .env_remove("PITON_CONFIG")
-            .env_remove("PITON_LOG");
-        cmd
-    }
-}
-
-fn cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("piton-bench-cache")
-}
 
 /// CPU time (user + system, every thread, dead ones included) that process `pid` has
 /// used, from `/proc` in USER_HZ ticks (100 a second on Linux); `None` elsewhere.

@@ -10,7 +10,6 @@
 
 use std::hint::black_box;
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Instant;
 
@@ -23,6 +22,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt as _};
 use serde_json::{Value, json};
+use support::folders::Folders;
 use support::{Summary, load_average, record};
 
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
@@ -31,49 +31,14 @@ const CALLS: usize = 3000;
 /// Untimed calls first: the first compiles (or loads from the cache), the rest warm up.
 const WARM_UP: usize = 200;
 
-/// A temp folder holding only the bundled `word_count` component, and an empty temp
-/// folder to run in, so neither `$PITON_PLUGINS` nor `./plugins` nor a `piton.toml`
-/// applies.
-struct Folders {
-    plugins: tempfile::TempDir,
-    cwd: tempfile::TempDir,
-}
-
-impl Folders {
-    fn new() -> Self {
-        let plugins = tempfile::tempdir().expect("temp dir");
-        let bytes = piton_host::plugins::bundled_bytes("word-count").expect("word-count");
-        std::fs::write(plugins.path().join("word_count.wasm"), bytes).expect("write wasm");
-        let cwd = tempfile::tempdir().expect("temp dir");
-        Self { plugins, cwd }
-    }
-
-    /// `piton serve` with the benchmark's environment: compiled components cached in
-    /// the target folder, not in the user's cache.
-    fn serve(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_piton"));
-        cmd.arg("serve")
-            .arg("--plugins")
-            .arg(self.plugins.path())
-            .current_dir(self.cwd.path())
-            .env("PITON_CACHE_DIR", cache_dir())
-            .env_remove("PITON_PLUGINS")
-            .env_remove("PITON_CONFIG")
-            .env_remove("PITON_LOG")
-            .stderr(Stdio::inherit());
-        cmd
-    }
-}
-
-fn cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("piton-bench-cache")
-}
-
 /// The rmcp client.
 type McpClient = RunningService<RoleClient, ()>;
 
 async fn rmcp_client(folders: &Folders) -> McpClient {
-    let transport = TokioChildProcess::new(folders.serve()).expect("piton serve starts");
+    let mut serve = folders.serve(&[]);
+    serve.stderr(Stdio::inherit());
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::from(serve)).expect("piton serve starts");
     ().serve(transport).await.expect("MCP handshake")
 }
 
@@ -100,8 +65,9 @@ struct RawClient {
 
 impl RawClient {
     fn start(folders: &Folders) -> Self {
-        let mut cmd = folders.serve().into_std();
-        let mut child = cmd
+        let mut child = folders
+            .serve(&[])
+            .stderr(Stdio::inherit())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

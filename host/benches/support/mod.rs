@@ -11,6 +11,8 @@
 use std::io::Write as _;
 use std::time::Duration;
 
+pub mod folders;
+
 /// Sorted samples of one timed loop.
 pub struct Summary {
     sorted: Vec<Duration>,

@@ -1,0 +1,43 @@
+//! The folders a bench runs the real `piton serve` in: a temp plugins folder holding
+//! only the bundled `word_count` component, and an empty one to run in, so neither
+//! `$PITON_PLUGINS` nor `./plugins` nor a `piton.toml` applies.
+
+use std::path::{Path, PathBuf};
+
+/// The two temp folders; removed when dropped.
+pub struct Folders {
+    plugins: tempfile::TempDir,
+    cwd: tempfile::TempDir,
+}
+
+impl Folders {
+    /// Both folders, `word_count.wasm` written into the plugins one.
+    pub fn new() -> Self {
+        let plugins = tempfile::tempdir().expect("temp dir");
+        let bytes = piton_host::plugins::bundled_bytes("word-count").expect("word-count");
+        std::fs::write(plugins.path().join("word_count.wasm"), bytes).expect("write wasm");
+        let cwd = tempfile::tempdir().expect("temp dir");
+        Self { plugins, cwd }
+    }
+
+    /// `piton serve ARGS` on the plugins folder, its compiled components cached in the
+    /// target folder rather than the user's cache.
+    pub fn serve(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_piton"));
+        cmd.arg("serve")
+            .args(args)
+            .arg("--plugins")
+            .arg(self.plugins.path())
+            .current_dir(self.cwd.path())
+            .env("PITON_CACHE_DIR", cache_dir())
+            .env_remove("PITON_PLUGINS")
+            .env_remove("PITON_CONFIG")
+            .env_remove("PITON_LOG");
+        cmd
+    }
+}
+
+/// Where the benches cache compiled components: in the target folder.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("piton-bench-cache")
+}
