@@ -15,6 +15,25 @@ use super::sandbox::Sandbox;
 /// running guest yields to the async executor so a busy guest cannot starve others.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
+/// How much of each linear memory is reset in place (memset back to its initial
+/// contents) when its instance is dropped, rather than handed back to the kernel.
+///
+/// What lies past it is reset with `madvise`, and each page the next instance touches
+/// there faults in again: word_count writes 4 pages above its 1 MiB stack (5 faults a
+/// call), and a C tool's small memory likewise. The `madvise` also makes the kernel
+/// interrupt every other core running one of piton's threads to flush its TLB, so
+/// calls on two cores slowed each other down. A Rust guest's memory starts at 1 MiB
+/// and 64 KiB (its stack, then its data), a C guest's at 128 KiB: 2 MiB covers both,
+/// so such calls make no system call to reset memory. Measured: word_count 40 µs a
+/// call (45 at 64 KiB), 0.007 TLB flush interrupts a call with two callers (0.26);
+/// tally-c 123 µs (182). A slot keeps at most this much resident between instances.
+///
+/// wasmtime's page scan (`PoolingAllocationConfig::pagemap_scan`), which resets
+/// only the pages an instance wrote, halved word_count's call, but is not used: in
+/// wasmtime 48 it skips a written page that is swapped out or being migrated at the
+/// time (not `PRESENT`), so the next instance in the slot could read it.
+pub(crate) const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
+
 /// Settings of a [`WasmRuntime`].
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
@@ -88,10 +107,7 @@ impl WasmRuntime {
             .total_tables(n * 4)
             .total_stacks(n)
             .max_memory_size(usize::try_from(config.max_memory).unwrap_or(usize::MAX))
-            // Keep the first pages of each slot mapped between instances (a memset
-            // instead of page faults), but few: the memset runs on every drop.
-            // Measured on word_count: 1 MiB 36 µs a call, 64 KiB 21 µs, 0 20 µs.
-            .linear_memory_keep_resident(64 << 10)
+            .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
             .table_keep_resident(64 << 10);
         let mut wasm = Config::new();
         wasm.epoch_interruption(true)
