@@ -20,19 +20,22 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 ///
 /// What lies past it is reset with `madvise`, and each page the next instance touches
 /// there faults in again: word_count writes 4 pages above its 1 MiB stack (5 faults a
-/// call), and a C tool's small memory likewise. The `madvise` also makes the kernel
-/// interrupt every other core running one of piton's threads to flush its TLB, so
-/// calls on two cores slowed each other down. A Rust guest's memory starts at 1 MiB
-/// and 64 KiB (its stack, then its data), a C guest's at 128 KiB: 2 MiB covers both,
-/// so such calls make no system call to reset memory. Measured: word_count 40 µs a
-/// call (45 at 64 KiB), 0.007 TLB flush interrupts a call with two callers (0.26);
-/// tally-c 123 µs (182). A slot keeps at most this much resident between instances.
+/// call). Each `madvise` also makes the kernel interrupt every other core running one
+/// of piton's threads to flush its TLB, so calls on two cores held each other up. A
+/// Rust guest's memory starts at 1 MiB and 64 KiB (its stack, then its data), a C
+/// guest's at 128 KiB: 2 MiB covers both, and their calls make no system call to
+/// reset memory. Measured on 2 cores (load 1.2-1.6), 64 KiB against 2 MiB: word_count
+/// from 2 concurrent callers 21 000-23 000 calls/s against 45 000-46 000, with
+/// 500 000 TLB-flush interrupts in the run against 200; one caller alike (37-38 µs);
+/// tally-c (C) 144 µs a call against 90; text-js 1.45 ms against 1.50, notes-py
+/// 2.24 ms against 2.26 (their memories are larger: 2 MiB more to reset). A slot
+/// keeps at most this much resident between its instances.
 ///
 /// wasmtime's page scan (`PoolingAllocationConfig::pagemap_scan`), which resets
 /// only the pages an instance wrote, halved word_count's call, but is not used: in
 /// wasmtime 48 it skips a written page that is swapped out or being migrated at the
 /// time (not `PRESENT`), so the next instance in the slot could read it.
-pub(crate) const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
+const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
 
 /// Settings of a [`WasmRuntime`].
 #[derive(Clone, Debug)]
