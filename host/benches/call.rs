@@ -1,9 +1,11 @@
 //! What one `word_count` call costs: in a fresh instance (piton's way), in a reused
-//! instance, and as a native Rust function.
+//! instance, and as a native Rust function; and how many fresh-instance calls a
+//! second 1, 2, 4 and 8 concurrent callers get through.
 //!
 //! Run with: `cargo bench -p piton-host --bench call`
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
@@ -29,7 +31,7 @@ fn native_word_count(text: &str) -> usize {
 
 struct Setup {
     rt: tokio::runtime::Runtime,
-    registry: Registry,
+    registry: Arc<Registry>,
 }
 
 /// What a reused instance lives in: WASI with nothing granted.
@@ -107,7 +109,10 @@ fn setup() -> Setup {
             .expect("bundled plugins")
             .registry
     });
-    Setup { rt, registry }
+    Setup {
+        rt,
+        registry: Arc::new(registry),
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -127,6 +132,7 @@ fn bench(c: &mut Criterion) {
     group.finish();
     drop(reused);
     ratios(&s);
+    throughput(&s);
 }
 
 /// Medians over plain timed loops, printed as ratios (criterion reports each alone)
@@ -175,6 +181,67 @@ fn ratios(s: &Setup) {
         ratio(fresh.median(), reused.median()),
         "x",
     );
+}
+
+/// Calls a second with `callers` tasks calling `word_count` back to back on the
+/// multi-thread runtime (a worker per core), over `window` after a short warm-up; and
+/// the median and p99 of those calls.
+fn calls_per_second(s: &Setup, callers: usize, window: Duration) -> (f64, Summary) {
+    let args = json!({ "text": TEXT });
+    let run = |for_how_long: Duration| {
+        let tasks: Vec<_> = (0..callers)
+            .map(|_| {
+                let registry = s.registry.clone();
+                let args = args.clone();
+                s.rt.spawn(async move {
+                    let mut times = Vec::new();
+                    let end = Instant::now() + for_how_long;
+                    while Instant::now() < end {
+                        let t = Instant::now();
+                        let result = registry.call("word_count", args.clone()).await;
+                        times.push(t.elapsed());
+                        assert!(matches!(result, Ok(Ok(_))), "word_count failed");
+                    }
+                    times
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        let times: Vec<Duration> = s.rt.block_on(async {
+            let mut all = Vec::new();
+            for task in tasks {
+                all.extend(task.await.expect("a caller panicked"));
+            }
+            all
+        });
+        (times.len() as f64 / start.elapsed().as_secs_f64(), times)
+    };
+    run(window / 5);
+    let (rate, times) = run(window);
+    (rate, Summary::of(times))
+}
+
+/// Fresh-instance calls a second with 1, 2, 4 and 8 concurrent callers, recorded.
+fn throughput(s: &Setup) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("throughput, {cores} cores:");
+    let mut one = None;
+    for callers in [1, 2, 4, 8] {
+        let (rate, times) = calls_per_second(s, callers, Duration::from_secs(3));
+        record("call", &format!("throughput_c{callers}"), rate, "calls/s");
+        println!(
+            "  {callers} callers: median {:.1} µs, p99 {:.1} µs a call",
+            support::us(times.median()),
+            support::us(times.p99())
+        );
+        match one {
+            None => one = Some(rate),
+            Some(one) if callers == 2 => {
+                record("call", "throughput_c2_over_c1", rate / one, "x");
+            }
+            Some(_) => {}
+        }
+    }
 }
 
 criterion_group!(benches, bench);

@@ -15,6 +15,28 @@ use super::sandbox::Sandbox;
 /// running guest yields to the async executor so a busy guest cannot starve others.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
+/// How much of each linear memory is reset in place (memset back to its initial
+/// contents) when its instance is dropped, rather than handed back to the kernel.
+///
+/// What lies past it is reset with `madvise`, and each page the next instance touches
+/// there faults in again: word_count writes 4 pages above its 1 MiB stack (5 faults a
+/// call). Each `madvise` also makes the kernel interrupt every other core running one
+/// of piton's threads to flush its TLB, so calls on two cores held each other up. A
+/// Rust guest's memory starts at 1 MiB and 64 KiB (its stack, then its data), a C
+/// guest's at 128 KiB: 2 MiB covers both, and their calls make no system call to
+/// reset memory. Measured on 2 cores (load 1.2-1.6), 64 KiB against 2 MiB: word_count
+/// from 2 concurrent callers 21 000-23 000 calls/s against 45 000-46 000, with
+/// 500 000 TLB-flush interrupts in the run against 200; one caller alike (37-38 µs);
+/// tally-c (C) 144 µs a call against 90; text-js 1.45 ms against 1.50, notes-py
+/// 2.24 ms against 2.26 (their memories are larger: 2 MiB more to reset). A slot
+/// keeps at most this much resident between its instances.
+///
+/// wasmtime's page scan (`PoolingAllocationConfig::pagemap_scan`), which resets
+/// only the pages an instance wrote, halved word_count's call, but is not used: in
+/// wasmtime 48 it skips a written page that is swapped out or being migrated at the
+/// time (not `PRESENT`), so the next instance in the slot could read it.
+const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
+
 /// Settings of a [`WasmRuntime`].
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
@@ -88,10 +110,7 @@ impl WasmRuntime {
             .total_tables(n * 4)
             .total_stacks(n)
             .max_memory_size(usize::try_from(config.max_memory).unwrap_or(usize::MAX))
-            // Keep the first pages of each slot mapped between instances (a memset
-            // instead of page faults), but few: the memset runs on every drop.
-            // Measured on word_count: 1 MiB 36 µs a call, 64 KiB 21 µs, 0 20 µs.
-            .linear_memory_keep_resident(64 << 10)
+            .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
             .table_keep_resident(64 << 10);
         let mut wasm = Config::new();
         wasm.epoch_interruption(true)
