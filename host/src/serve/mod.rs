@@ -5,6 +5,7 @@
 //! it; [`serve`] runs one over a byte stream (stdio) and [`serve_http`] runs the HTTP
 //! endpoint with its connection, session and time limits.
 
+mod answer;
 mod deadline;
 mod http;
 mod limits;

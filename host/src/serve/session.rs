@@ -3,20 +3,17 @@
 //!
 //! tools/list carries every tool's spec and all four hints; tools/call goes through
 //! [`Registry::call`](crate::registry::Registry::call): error results become `isError`, traps
-//! JSON-RPC errors. When the tool set changes ([`Served`]), an initialized session
-//! gets `notifications/tools/list_changed`.
+//! JSON-RPC errors (answer.rs). When the tool set changes ([`Served`]), an initialized
+//! session gets `notifications/tools/list_changed`.
 
 use std::future::Future;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ClientRequest,
-    ContentBlock, GetMeta as _, Implementation, JsonRpcMessage, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerJsonRpcMessage, SubscriptionFilter, Tool as WireTool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ClientRequest, GetMeta as _,
+    Implementation, JsonRpcMessage, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, ServerJsonRpcMessage, SubscriptionFilter, Tool as WireTool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::Transport;
@@ -26,8 +23,9 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
+use super::answer;
 use super::served::Served;
-use crate::{error::CallError, tool::Content, tool::DONE, tool::DynTool};
+use crate::tool::DynTool;
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).
 #[derive(Debug, thiserror::Error)]
@@ -187,29 +185,17 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = Value::Object(request.arguments.unwrap_or_default());
         // The call runs on the registry of now to its end, even if a reload swaps in
         // another one meanwhile.
         let registry = self.served.registry();
-        let call = registry.call(&request.name, args);
+        let call = answer::call_tool(&registry, &request.name, request.arguments);
         // A cancelled request drops the call future, which stops the wasm instance;
         // rmcp drops whatever a cancelled request answers, so the error is not sent.
-        let result = tokio::select! {
-            result = call => result,
+        tokio::select! {
+            result = call => result.map(CallToolResponse::from),
             () = context.ct.cancelled() => {
-                return Err(ErrorData::internal_error("the request was cancelled", None));
+                Err(ErrorData::internal_error("the request was cancelled", None))
             }
-        };
-        match result {
-            Ok(Ok(content)) => Ok(success(content).into()),
-            // Display gives the model's text: "(input error: m)" or the failure as is.
-            Ok(Err(error)) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into())
-            }
-            Err(error @ CallError::UnknownTool { .. }) => {
-                Err(ErrorData::invalid_params(error.to_string(), None))
-            }
-            Err(error) => Err(ErrorData::internal_error(error.to_string(), None)),
         }
     }
 }
@@ -233,31 +219,6 @@ fn mcp_tool(tool: &DynTool) -> WireTool {
             Some(hints.is_open_world()),
         ),
     )
-}
-
-/// The MCP result of a call's content.
-fn success(content: Vec<Content>) -> CallToolResult {
-    if content.is_empty() {
-        return CallToolResult::success(vec![ContentBlock::text(DONE)]);
-    }
-    // A lone JSON object is also given as structured content, for clients that read it.
-    let structured = match content.as_slice() {
-        [Content::Json { json }] if json.is_object() => Some(json.clone()),
-        _ => None,
-    };
-    let blocks = content
-        .into_iter()
-        .map(|block| match block {
-            Content::Text { text } => ContentBlock::text(text),
-            Content::Json { json } => ContentBlock::text(json.to_string()),
-            Content::Image { mime_type, data } => {
-                ContentBlock::image(BASE64.encode(&data), mime_type)
-            }
-        })
-        .collect();
-    let mut result = CallToolResult::success(blocks);
-    result.structured_content = structured;
-    result
 }
 
 /// Keeps a session alive through messages that arrive before it has started.
