@@ -8,10 +8,14 @@
 mod answer;
 mod deadline;
 mod http;
+mod lean;
+#[cfg(test)]
+mod lean_tests;
 mod limits;
 mod served;
 mod session;
 mod sessions;
+mod wire;
 
 pub use http::{HostCheck, MAX_BODY, MCP_PATH, serve_http};
 pub use limits::HttpLimits;

@@ -5,6 +5,9 @@
 //! [`Registry::call`](crate::registry::Registry::call): error results become `isError`, traps
 //! JSON-RPC errors (answer.rs). When the tool set changes ([`Served`]), an initialized
 //! session gets `notifications/tools/list_changed`.
+//!
+//! Over a byte stream ([`serve`]) the session's transport is lean.rs's: plain
+//! `tools/call`s are answered there, the same way, without rmcp's per-message tasks.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,13 +20,13 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 use super::answer;
+use super::lean::{Lean, LeanTransport};
 use super::served::Served;
 use crate::tool::DynTool;
 
@@ -34,6 +37,9 @@ pub struct ServeError(pub(crate) String);
 
 /// Serves `served` over one MCP connection until the peer closes `read`.
 ///
+/// Once `initialize` has started the session, plain `tools/call` lines take the lean
+/// path (lean.rs); every other message is rmcp's.
+///
 /// A connection that closes before or during the handshake is a clean end, like a
 /// closed stdin: a client that probes and leaves is not a server failure.
 pub async fn serve<R, W>(served: Arc<Served>, read: R, write: W) -> Result<(), ServeError>
@@ -41,12 +47,29 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let transport = BeforeSession::new(AsyncRwTransport::new_server(read, write));
-    let running = match Session::new(served).serve(transport).await {
+    serve_lean(Lean::new(served), read, write).await
+}
+
+/// [`serve`], with the lean path's state given (tests read its count of answers).
+pub(super) async fn serve_lean<R, W>(lean: Arc<Lean>, read: R, write: W) -> Result<(), ServeError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let session = Session::new(lean.served().clone());
+    let transport = BeforeSession::new(LeanTransport::new(lean.clone(), read, write));
+    let running = match session.serve(transport).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(ServeError(e.to_string())),
     };
+    lean.engage(
+        running
+            .peer()
+            .peer_info()
+            .as_deref()
+            .map(|info| &info.protocol_version),
+    );
     running
         .waiting()
         .await
