@@ -6,24 +6,28 @@
 //! how much of the round trip is the client. Each prints median, p90, p99 and mean over
 //! timed loops with the load average before and after, then runs under criterion.
 //!
+//! Then the server's own CPU time per call: `piton serve` run under `/usr/bin/time`
+//! (user + sys) for 20 000 raw calls, and once for none, which is what starting and
+//! stopping cost.
+//!
 //! Run with: `cargo bench -p piton-host --bench mcp`
 
 use std::hint::black_box;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{Summary, load_average, record};
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt as _};
 use serde_json::{Value, json};
+use support::{Summary, load_average, record};
 
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
 /// Timed calls per plain loop.
@@ -51,7 +55,17 @@ impl Folders {
     /// `piton serve` with the benchmark's environment: compiled components cached in
     /// the target folder, not in the user's cache.
     fn serve(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_piton"));
+        self.serve_under(env!("CARGO_BIN_EXE_piton"), &[]).into()
+    }
+
+    /// `piton serve` as [`Folders::serve`] runs it, run by `program` with `args`
+    /// before piton's own (e.g. `/usr/bin/time`).
+    fn serve_under(&self, program: &str, args: &[&std::ffi::OsStr]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args);
+        if program != env!("CARGO_BIN_EXE_piton") {
+            cmd.arg(env!("CARGO_BIN_EXE_piton"));
+        }
         cmd.arg("serve")
             .arg("--plugins")
             .arg(self.plugins.path())
@@ -100,7 +114,11 @@ struct RawClient {
 
 impl RawClient {
     fn start(folders: &Folders) -> Self {
-        let mut cmd = folders.serve().into_std();
+        Self::spawn(folders.serve_under(env!("CARGO_BIN_EXE_piton"), &[]))
+    }
+
+    /// Starts `cmd` (a `piton serve`) and initializes the session.
+    fn spawn(mut cmd: std::process::Command) -> Self {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -231,9 +249,84 @@ fn bench(c: &mut Criterion) {
     drop(raw);
 }
 
+/// Calls timed for the server's CPU time.
+const CPU_CALLS: usize = 20_000;
+
+/// The CPU time (user + sys) `/usr/bin/time` reports for one `piton serve` that
+/// answers `calls` raw calls after the handshake, with the wall time of the calls.
+fn server_cpu(folders: &Folders, calls: usize) -> Option<(Duration, Duration)> {
+    let report = tempfile::NamedTempFile::new().expect("temp file");
+    let args = ["-f", "%U %S", "-o"].map(std::ffi::OsStr::new);
+    let mut args = args.to_vec();
+    args.push(report.path().as_os_str());
+    let mut raw = RawClient::spawn(folders.serve_under(TIME, &args));
+    let params = raw_params();
+    let start = Instant::now();
+    for _ in 0..calls {
+        raw.call(&params);
+    }
+    let wall = start.elapsed();
+    drop(raw);
+    let text = std::fs::read_to_string(report.path()).expect("the report of /usr/bin/time");
+    // The report is the last line; a signal note may come before it.
+    let seconds: Vec<f64> = text
+        .lines()
+        .last()?
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    match seconds.as_slice() {
+        [user, sys] => Some((Duration::from_secs_f64(user + sys), wall)),
+        _ => {
+            eprintln!("unexpected report from {TIME}: {text:?}");
+            None
+        }
+    }
+}
+
+const TIME: &str = "/usr/bin/time";
+
+fn cpu(folders: &Folders) {
+    if !Path::new(TIME).exists() {
+        eprintln!("{TIME} is missing (Debian: apt-get install time): no server CPU figure");
+        return;
+    }
+    // The first start may compile the component into the cache; the figures are warm.
+    let _ = server_cpu(folders, 0);
+    let before = load_average();
+    let Some((start, _)) = server_cpu(folders, 0) else {
+        return;
+    };
+    let Some((total, wall)) = server_cpu(folders, CPU_CALLS) else {
+        return;
+    };
+    let after = load_average();
+    let per_call = total.saturating_sub(start) / CPU_CALLS as u32;
+    let gross = total / CPU_CALLS as u32;
+    println!(
+        "mcp piton serve CPU (user+sys, {TIME}): {CPU_CALLS} raw calls {:.3} s in {:.3} s \
+         ({:.1} µs of CPU per call with start and stop, {:.1} µs without); start and stop \
+         alone {:.1} ms; load average before {before}, after {after}",
+        total.as_secs_f64(),
+        wall.as_secs_f64(),
+        support::us(gross),
+        support::us(per_call),
+        support::ms(start),
+    );
+    record("mcp", "server_cpu_per_call", support::us(gross), "µs");
+    record(
+        "mcp",
+        "server_cpu_per_call_net",
+        support::us(per_call),
+        "µs",
+    );
+    record("mcp", "server_cpu_start", support::ms(start), "ms");
+}
+
 criterion_group!(benches, bench);
 
 fn main() {
+    cpu(&Folders::new());
     benches();
     Criterion::default().configure_from_args().final_summary();
 }
