@@ -10,7 +10,8 @@
 //! (user + sys) for 20 000 raw calls, and once for none, which is what starting and
 //! stopping cost.
 //!
-//! Run with: `cargo bench -p piton-host --bench mcp`
+//! Run with: `cargo bench -p piton-host --bench mcp`; `PITON_BENCH_SERVER=path/to/piton`
+//! benches another build of the server with the same clients.
 
 use std::hint::black_box;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -55,7 +56,7 @@ impl Folders {
     /// `piton serve` with the benchmark's environment: compiled components cached in
     /// the target folder, not in the user's cache.
     fn serve(&self) -> tokio::process::Command {
-        self.serve_under(env!("CARGO_BIN_EXE_piton"), &[]).into()
+        self.serve_under(&piton(), &[]).into()
     }
 
     /// `piton serve` as [`Folders::serve`] runs it, run by `program` with `args`
@@ -63,8 +64,8 @@ impl Folders {
     fn serve_under(&self, program: &str, args: &[&std::ffi::OsStr]) -> std::process::Command {
         let mut cmd = std::process::Command::new(program);
         cmd.args(args);
-        if program != env!("CARGO_BIN_EXE_piton") {
-            cmd.arg(env!("CARGO_BIN_EXE_piton"));
+        if program != piton() {
+            cmd.arg(piton());
         }
         cmd.arg("serve")
             .arg("--plugins")
@@ -77,6 +78,12 @@ impl Folders {
             .stderr(Stdio::inherit());
         cmd
     }
+}
+
+/// The `piton` served: this build's, or the one `$PITON_BENCH_SERVER` names (another
+/// build to compare with, in the same run on the same machine).
+fn piton() -> String {
+    std::env::var("PITON_BENCH_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_piton").to_owned())
 }
 
 fn cache_dir() -> PathBuf {
@@ -114,7 +121,7 @@ struct RawClient {
 
 impl RawClient {
     fn start(folders: &Folders) -> Self {
-        Self::spawn(folders.serve_under(env!("CARGO_BIN_EXE_piton"), &[]))
+        Self::spawn(folders.serve_under(&piton(), &[]))
     }
 
     /// Starts `cmd` (a `piton serve`) and initializes the session.
@@ -239,6 +246,28 @@ fn bench(c: &mut Criterion) {
             .iter(|| async { black_box(rmcp_call(&client, params.clone()).await) });
     });
     rt.block_on(client.cancel()).expect("client stops");
+
+    // The same client on a current-thread runtime, as an agent with one thread for its
+    // MCP connections would run it: no hand-offs between threads in the client.
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let client = local.block_on(rmcp_client(&folders));
+    timed_loop(
+        "rmcp client on a current-thread runtime",
+        "stdio_rmcp_current_thread",
+        || {
+            local
+                .block_on(rmcp_call(&client, params.clone()))
+                .expect("call");
+        },
+    );
+    group.bench_function("rmcp_client_current_thread", |b| {
+        b.to_async(&local)
+            .iter(|| async { black_box(rmcp_call(&client, params.clone()).await) });
+    });
+    local.block_on(client.cancel()).expect("client stops");
 
     // Raw JSON-RPC lines.
     let mut raw = RawClient::start(&folders);
