@@ -26,6 +26,8 @@ enum Does {
     Text,
     Object,
     Empty,
+    /// 64 KiB of text.
+    Big,
     Fail,
     Trap,
     /// Tells `started`, then waits for `release`; sets `dropped` if the call is
@@ -73,6 +75,7 @@ impl Tool for TestTool {
                 json: json!({"words": 3, "list": [1, "two"]}),
             }])),
             Does::Empty => Ok(Ok(Vec::new())),
+            Does::Big => Ok(Ok(vec![Content::text("x".repeat(64 * 1024))])),
             Does::Fail => Ok(Err(ToolError::Failed("it did not work".into()))),
             Does::Trap => Err(CallError::trap(
                 self.spec.name.clone(),
@@ -122,6 +125,7 @@ fn registry() -> (Registry, Waiter) {
         tool("text", Does::Text),
         tool("object", Does::Object),
         tool("empty", Does::Empty),
+        tool("big", Does::Big),
         tool("fail", Does::Fail),
         tool("trap", Does::Trap),
         tool(
@@ -149,8 +153,13 @@ struct Peer {
 
 impl Peer {
     fn start(registry: Registry) -> Self {
+        Self::with_pipe(registry, 1 << 20)
+    }
+
+    /// A session whose pipe holds `capacity` bytes each way.
+    fn with_pipe(registry: Registry, capacity: usize) -> Self {
         let lean = Lean::new(Served::new(registry));
-        let (client, server) = tokio::io::duplex(1 << 20);
+        let (client, server) = tokio::io::duplex(capacity);
         let (server_read, server_write) = tokio::io::split(server);
         let server = tokio::spawn(serve_lean(lean.clone(), server_read, server_write));
         let (read, write) = tokio::io::split(client);
@@ -404,5 +413,48 @@ async fn a_lean_call_in_flight_at_the_end_of_input_still_answers() {
         answer["result"]["content"][0]["text"], "released",
         "{answer}"
     );
+    peer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_reads_late_gets_every_answer_and_rmcps_too() {
+    let (registry, _waiter) = registry();
+    // A pipe far smaller than one answer: every write waits for the peer.
+    let mut peer = Peer::with_pipe(registry, 1024);
+    peer.initialize().await;
+    // rmcp's answers and lean ones wait for the output together, and past a few MiB
+    // queued the session reads no more until the peer reads; the requests go from a
+    // task of their own, as a client that writes while it is not reading.
+    let calls: u32 = 80;
+    let mut write = peer.write.take().expect("open");
+    let sender = tokio::spawn(async move {
+        let mut lines = vec![json!({"jsonrpc": "2.0", "id": 1000, "method": "tools/list"})];
+        for id in 0..calls {
+            lines.push(call(json!(id), "big", json!({}), None));
+            if id % 10 == 0 {
+                lines.push(json!({"jsonrpc": "2.0", "id": 2000 + id, "method": "ping"}));
+            }
+        }
+        for line in lines {
+            write
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .expect("send");
+        }
+        write
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut answered = std::collections::BTreeSet::new();
+    let expected = calls + 1 + calls.div_ceil(10);
+    while answered.len() < expected as usize {
+        let answer: Value = serde_json::from_str(&peer.answer().await).expect("JSON");
+        answered.insert(answer["id"].as_i64().expect("a number id"));
+    }
+    peer.write = Some(sender.await.expect("the requests are sent"));
+    // rmcp can still write.
+    peer.send(&json!({"jsonrpc": "2.0", "id": 3000, "method": "tools/list"}))
+        .await;
+    let answer: Value = serde_json::from_str(&peer.answer().await).expect("JSON");
+    assert_eq!(answer["id"], 3000, "{answer}");
     peer.close().await;
 }

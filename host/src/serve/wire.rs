@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Waker, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -181,8 +181,9 @@ impl AsyncRead for Fed {
 /// path. Every message is put in whole, so the two never interleave inside a line.
 ///
 /// Whoever flushes writes out everything queued, not only its own message, and is
-/// done only when nothing is left: the writer keeps one waker, the last one to wait,
-/// and that one then stays pending until all is written.
+/// done only when nothing is left. The writer keeps one waker (the last to wait), so
+/// the others that wait are kept here and woken once all is written: else an rmcp
+/// send whose waker was displaced would never finish, and hold rmcp's writer.
 pub(super) struct Out<W>(Arc<Mutex<OutState<W>>>);
 
 impl<W> Clone for Out<W> {
@@ -198,6 +199,8 @@ struct OutState<W> {
     written: usize,
     /// Why writing failed; then nothing more is written.
     failed: Option<io::ErrorKind>,
+    /// Who waits for everything to be written, besides the writer's own waker.
+    waiting: Vec<Waker>,
 }
 
 impl<W: AsyncWrite + Unpin> Out<W> {
@@ -207,6 +210,7 @@ impl<W: AsyncWrite + Unpin> Out<W> {
             buf: Vec::new(),
             written: 0,
             failed: None,
+            waiting: Vec::new(),
         })))
     }
 
@@ -237,18 +241,30 @@ impl<W: AsyncWrite + Unpin> Out<W> {
         }
         while state.written < state.buf.len() {
             let result = Pin::new(&mut state.write).poll_write(cx, &state.buf[state.written..]);
-            match ready!(result) {
-                Ok(0) => return Poll::Ready(Err(state.fail(io::ErrorKind::WriteZero.into()))),
-                Ok(n) => state.written += n,
-                Err(error) => return Poll::Ready(Err(state.fail(error))),
+            match result {
+                Poll::Pending => {
+                    state.wait(cx);
+                    return Poll::Pending;
+                }
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(state.fail(io::ErrorKind::WriteZero.into())));
+                }
+                Poll::Ready(Ok(n)) => state.written += n,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(state.fail(error))),
             }
         }
         state.buf.clear();
         state.written = 0;
-        match ready!(Pin::new(&mut state.write).poll_flush(cx)) {
-            Ok(()) => Poll::Ready(Ok(())),
-            Err(error) => Poll::Ready(Err(state.fail(error))),
-        }
+        let flushed = match Pin::new(&mut state.write).poll_flush(cx) {
+            Poll::Pending => {
+                state.wait(cx);
+                return Poll::Pending;
+            }
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(error)) => Poll::Ready(Err(state.fail(error))),
+        };
+        state.wake_waiting();
+        flushed
     }
 }
 
@@ -258,7 +274,20 @@ impl<W> OutState<W> {
         self.failed = Some(error.kind());
         self.buf = Vec::new();
         self.written = 0;
+        self.wake_waiting();
         error
+    }
+
+    fn wait(&mut self, cx: &Context<'_>) {
+        if !self.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+            self.waiting.push(cx.waker().clone());
+        }
+    }
+
+    fn wake_waiting(&mut self) {
+        for waker in self.waiting.drain(..) {
+            waker.wake();
+        }
     }
 }
 
