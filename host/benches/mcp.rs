@@ -6,12 +6,18 @@
 //! how much of the round trip is the client. Each prints median, p90, p99 and mean over
 //! timed loops with the load average before and after, then runs under criterion.
 //!
-//! Run with: `cargo bench -p piton-host --bench mcp`
+//! Then the server's own CPU time per call: `piton serve` run under `/usr/bin/time`
+//! (user + sys) for 20 000 raw calls, and once for none, which is what starting and
+//! stopping cost.
+//!
+//! Run with: `cargo bench -p piton-host --bench mcp`; `PITON_BENCH_SERVER=path/to/piton`
+//! benches another build of the server with the same clients.
 
 use std::hint::black_box;
 use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 
@@ -65,8 +71,12 @@ struct RawClient {
 
 impl RawClient {
     fn start(folders: &Folders) -> Self {
-        let mut child = folders
-            .serve(&[])
+        Self::spawn(folders.serve(&[]))
+    }
+
+    /// Starts `cmd` (a `piton serve`) and initializes the session.
+    fn spawn(mut cmd: std::process::Command) -> Self {
+        let mut child = cmd
             .stderr(Stdio::inherit())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -188,6 +198,28 @@ fn bench(c: &mut Criterion) {
     });
     rt.block_on(client.cancel()).expect("client stops");
 
+    // The same client on a current-thread runtime, as an agent with one thread for its
+    // MCP connections would run it: no hand-offs between threads in the client.
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let client = local.block_on(rmcp_client(&folders));
+    timed_loop(
+        "rmcp client on a current-thread runtime",
+        "stdio_rmcp_current_thread",
+        || {
+            local
+                .block_on(rmcp_call(&client, params.clone()))
+                .expect("call");
+        },
+    );
+    group.bench_function("rmcp_client_current_thread", |b| {
+        b.to_async(&local)
+            .iter(|| async { black_box(rmcp_call(&client, params.clone()).await) });
+    });
+    local.block_on(client.cancel()).expect("client stops");
+
     // Raw JSON-RPC lines.
     let mut raw = RawClient::start(&folders);
     let raw_params = raw_params();
@@ -197,9 +229,84 @@ fn bench(c: &mut Criterion) {
     drop(raw);
 }
 
+/// Calls timed for the server's CPU time.
+const CPU_CALLS: usize = 20_000;
+
+/// The CPU time (user + sys) `/usr/bin/time` reports for one `piton serve` that
+/// answers `calls` raw calls after the handshake, with the wall time of the calls.
+fn server_cpu(folders: &Folders, calls: usize) -> Option<(Duration, Duration)> {
+    let report = tempfile::NamedTempFile::new().expect("temp file");
+    let args = ["-f", "%U %S", "-o"].map(std::ffi::OsStr::new);
+    let mut args = args.to_vec();
+    args.push(report.path().as_os_str());
+    let mut raw = RawClient::spawn(folders.serve_under(TIME, &args));
+    let params = raw_params();
+    let start = Instant::now();
+    for _ in 0..calls {
+        raw.call(&params);
+    }
+    let wall = start.elapsed();
+    drop(raw);
+    let text = std::fs::read_to_string(report.path()).expect("the report of /usr/bin/time");
+    // The report is the last line; a signal note may come before it.
+    let seconds: Vec<f64> = text
+        .lines()
+        .last()?
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    match seconds.as_slice() {
+        [user, sys] => Some((Duration::from_secs_f64(user + sys), wall)),
+        _ => {
+            eprintln!("unexpected report from {TIME}: {text:?}");
+            None
+        }
+    }
+}
+
+const TIME: &str = "/usr/bin/time";
+
+fn cpu(folders: &Folders) {
+    if !Path::new(TIME).exists() {
+        eprintln!("{TIME} is missing (Debian: apt-get install time): no server CPU figure");
+        return;
+    }
+    // The first start may compile the component into the cache; the figures are warm.
+    let _ = server_cpu(folders, 0);
+    let before = load_average();
+    let Some((start, _)) = server_cpu(folders, 0) else {
+        return;
+    };
+    let Some((total, wall)) = server_cpu(folders, CPU_CALLS) else {
+        return;
+    };
+    let after = load_average();
+    let per_call = total.saturating_sub(start) / CPU_CALLS as u32;
+    let gross = total / CPU_CALLS as u32;
+    println!(
+        "mcp piton serve CPU (user+sys, {TIME}): {CPU_CALLS} raw calls {:.3} s in {:.3} s \
+         ({:.1} µs of CPU per call with start and stop, {:.1} µs without); start and stop \
+         alone {:.1} ms; load average before {before}, after {after}",
+        total.as_secs_f64(),
+        wall.as_secs_f64(),
+        support::us(gross),
+        support::us(per_call),
+        support::ms(start),
+    );
+    record("mcp", "server_cpu_per_call", support::us(gross), "µs");
+    record(
+        "mcp",
+        "server_cpu_per_call_net",
+        support::us(per_call),
+        "µs",
+    );
+    record("mcp", "server_cpu_start", support::ms(start), "ms");
+}
+
 criterion_group!(benches, bench);
 
 fn main() {
+    cpu(&Folders::new());
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -23,7 +23,25 @@ impl Folders {
     /// `piton serve ARGS` on the plugins folder, its compiled components cached in the
     /// target folder rather than the user's cache.
     pub fn serve(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_piton"));
+        let mut cmd = std::process::Command::new(piton());
+        self.serve_args(&mut cmd, args);
+        cmd
+    }
+
+    /// `piton serve` as [`Folders::serve`] runs it (no arguments of its own), run by
+    /// `program` with `args` before piton's path (e.g. `/usr/bin/time`).
+    #[allow(
+        dead_code,
+        reason = "not every bench runs the server under another program"
+    )]
+    pub fn serve_under(&self, program: &str, args: &[&std::ffi::OsStr]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args).arg(piton());
+        self.serve_args(&mut cmd, &[]);
+        cmd
+    }
+
+    fn serve_args(&self, cmd: &mut std::process::Command, args: &[&str]) {
         cmd.arg("serve")
             .args(args)
             .arg("--plugins")
@@ -33,8 +51,13 @@ impl Folders {
             .env_remove("PITON_PLUGINS")
             .env_remove("PITON_CONFIG")
             .env_remove("PITON_LOG");
-        cmd
     }
+}
+
+/// The `piton` served: this build's, or the one `$PITON_BENCH_SERVER` names (another
+/// build to compare with, in the same run on the same machine).
+pub fn piton() -> String {
+    std::env::var("PITON_BENCH_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_piton").to_owned())
 }
 
 /// Where the benches cache compiled components: in the target folder.

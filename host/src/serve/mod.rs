@@ -5,13 +5,18 @@
 //! it; [`serve`] runs one over a byte stream (stdio) and [`serve_http`] runs the HTTP
 //! endpoint with its connection, session and time limits.
 
+mod answer;
 mod deadline;
 mod ends_with_answer;
 mod http;
+mod lean;
+#[cfg(test)]
+mod lean_tests;
 mod limits;
 mod served;
 mod session;
 mod sessions;
+mod wire;
 
 pub use http::{HostCheck, MAX_BODY, MCP_PATH, serve_http};
 pub use limits::HttpLimits;

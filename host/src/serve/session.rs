@@ -3,31 +3,32 @@
 //!
 //! tools/list carries every tool's spec and all four hints; tools/call goes through
 //! [`Registry::call`](crate::registry::Registry::call): error results become `isError`, traps
-//! JSON-RPC errors. When the tool set changes ([`Served`]), an initialized session
-//! gets `notifications/tools/list_changed`.
+//! JSON-RPC errors (answer.rs). When the tool set changes ([`Served`]), an initialized
+//! session gets `notifications/tools/list_changed`.
+//!
+//! Over a byte stream ([`serve`]) the session's transport is lean.rs's: plain
+//! `tools/call`s are answered there, the same way, without rmcp's per-message tasks.
 
 use std::future::Future;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ClientRequest,
-    ContentBlock, GetMeta as _, Implementation, JsonRpcMessage, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerJsonRpcMessage, SubscriptionFilter, Tool as WireTool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ClientRequest, GetMeta as _,
+    Implementation, JsonRpcMessage, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, ServerJsonRpcMessage, SubscriptionFilter, Tool as WireTool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
+use super::answer;
+use super::lean::{Lean, LeanTransport};
 use super::served::Served;
-use crate::{error::CallError, tool::Content, tool::DONE, tool::DynTool};
+use crate::tool::DynTool;
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,9 @@ pub struct ServeError(pub(crate) String);
 
 /// Serves `served` over one MCP connection until the peer closes `read`.
 ///
+/// Once `initialize` has started the session, plain `tools/call` lines take the lean
+/// path (lean.rs); every other message is rmcp's.
+///
 /// A connection that closes before or during the handshake is a clean end, like a
 /// closed stdin: a client that probes and leaves is not a server failure.
 pub async fn serve<R, W>(served: Arc<Served>, read: R, write: W) -> Result<(), ServeError>
@@ -43,12 +47,29 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let transport = BeforeSession::new(AsyncRwTransport::new_server(read, write));
-    let running = match Session::new(served).serve(transport).await {
+    serve_lean(Lean::new(served), read, write).await
+}
+
+/// [`serve`], with the lean path's state given (tests read its count of answers).
+pub(super) async fn serve_lean<R, W>(lean: Arc<Lean>, read: R, write: W) -> Result<(), ServeError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let session = Session::new(lean.served().clone());
+    let transport = BeforeSession::new(LeanTransport::new(lean.clone(), read, write));
+    let running = match session.serve(transport).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(ServeError(e.to_string())),
     };
+    lean.engage(
+        running
+            .peer()
+            .peer_info()
+            .as_deref()
+            .map(|info| &info.protocol_version),
+    );
     running
         .waiting()
         .await
@@ -187,29 +208,17 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = Value::Object(request.arguments.unwrap_or_default());
         // The call runs on the registry of now to its end, even if a reload swaps in
         // another one meanwhile.
         let registry = self.served.registry();
-        let call = registry.call(&request.name, args);
+        let call = answer::call_tool(&registry, &request.name, request.arguments);
         // A cancelled request drops the call future, which stops the wasm instance;
         // rmcp drops whatever a cancelled request answers, so the error is not sent.
-        let result = tokio::select! {
-            result = call => result,
+        tokio::select! {
+            result = call => result.map(CallToolResponse::from),
             () = context.ct.cancelled() => {
-                return Err(ErrorData::internal_error("the request was cancelled", None));
+                Err(ErrorData::internal_error("the request was cancelled", None))
             }
-        };
-        match result {
-            Ok(Ok(content)) => Ok(success(content).into()),
-            // Display gives the model's text: "(input error: m)" or the failure as is.
-            Ok(Err(error)) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into())
-            }
-            Err(error @ CallError::UnknownTool { .. }) => {
-                Err(ErrorData::invalid_params(error.to_string(), None))
-            }
-            Err(error) => Err(ErrorData::internal_error(error.to_string(), None)),
         }
     }
 }
@@ -233,31 +242,6 @@ fn mcp_tool(tool: &DynTool) -> WireTool {
             Some(hints.is_open_world()),
         ),
     )
-}
-
-/// The MCP result of a call's content.
-fn success(content: Vec<Content>) -> CallToolResult {
-    if content.is_empty() {
-        return CallToolResult::success(vec![ContentBlock::text(DONE)]);
-    }
-    // A lone JSON object is also given as structured content, for clients that read it.
-    let structured = match content.as_slice() {
-        [Content::Json { json }] if json.is_object() => Some(json.clone()),
-        _ => None,
-    };
-    let blocks = content
-        .into_iter()
-        .map(|block| match block {
-            Content::Text { text } => ContentBlock::text(text),
-            Content::Json { json } => ContentBlock::text(json.to_string()),
-            Content::Image { mime_type, data } => {
-                ContentBlock::image(BASE64.encode(&data), mime_type)
-            }
-        })
-        .collect();
-    let mut result = CallToolResult::success(blocks);
-    result.structured_content = structured;
-    result
 }
 
 /// Keeps a session alive through messages that arrive before it has started.
