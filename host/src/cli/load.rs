@@ -43,6 +43,9 @@ pub(super) async fn load(loader: &Loader) -> Option<Registry> {
             for error in &loaded.errors {
                 say(format_args!("warning: plugin not loaded: {error}"));
             }
+            for warning in &loaded.warnings {
+                eprintln!("warning: {warning}");
+            }
             for name in &loaded.unused_config {
                 eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
             }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::{Component, Linker};
@@ -10,22 +11,37 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::cache::CompileCache;
 use super::sandbox::Sandbox;
+use crate::runtime_settings::RuntimeSettings;
 
 /// How often the epoch advances: the granularity of deadlines, and how often a
 /// running guest yields to the async executor so a busy guest cannot starve others.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
-/// Settings of a [`WasmRuntime`].
-#[derive(Clone, Debug)]
+/// How many calls may wait for an instance per instance, unless set: deep enough to
+/// take a burst of several clients' parallel calls, short enough that the last one
+/// waits about four calls' time, not past its client's patience. A waiting call holds
+/// only its arguments and a future, so the bound is on waiting, not on memory.
+const QUEUED_PER_INSTANCE: u32 = 4;
+
+/// Settings of a [`WasmRuntime`]; piton.toml's `[runtime]` table sets the last three
+/// (see [`RuntimeConfig::with_settings`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuntimeConfig {
     /// Where compiled components are cached; `None` compiles on every load.
     /// Default: [`RuntimeConfig::default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
-    /// How many instances may exist at once; further calls wait. Default 64.
+    /// How many instances may exist at once: each call, each `hints_for` and each
+    /// spec read at load holds one while it runs; further ones wait. Each reserves
+    /// two memory slots of 4 GiB + 32 MiB of address space (not memory). Default 64.
     pub max_instances: u32,
     /// The largest memory any tool may be given, in bytes: the pooling allocator's
-    /// slot size. Default 4 GiB.
+    /// limit per memory. At most 4 GiB, the default. Lowering it reserves no less
+    /// address space (wasmtime checks 32-bit memories with 4 GiB of guard pages).
     pub max_memory: u64,
+    /// How many calls may wait for an instance while `max_instances` run; one more
+    /// fails at once with [`CallError::Busy`](crate::CallError::Busy). `None`: four
+    /// per instance (256 for the default 64).
+    pub max_queued: Option<u32>,
 }
 
 impl Default for RuntimeConfig {
@@ -34,6 +50,7 @@ impl Default for RuntimeConfig {
             cache_dir: Self::default_cache_dir(),
             max_instances: 64,
             max_memory: 4 << 30,
+            max_queued: None,
         }
     }
 }
@@ -42,6 +59,30 @@ impl RuntimeConfig {
     /// `$PITON_CACHE_DIR`, else `$XDG_CACHE_HOME/piton`, else `$HOME/.cache/piton`.
     pub fn default_cache_dir() -> Option<PathBuf> {
         CompileCache::default_dir()
+    }
+
+    /// This configuration with what piton.toml's `[runtime]` table sets.
+    #[must_use]
+    pub fn with_settings(mut self, settings: &RuntimeSettings) -> Self {
+        if let Some(n) = settings.max_instances {
+            self.max_instances = n;
+        }
+        if let Some(bytes) = settings.max_memory {
+            self.max_memory = bytes;
+        }
+        if settings.max_queued.is_some() {
+            self.max_queued = settings.max_queued;
+        }
+        self
+    }
+
+    /// How many calls may wait for an instance: `max_queued`, or its default.
+    pub fn queued(&self) -> u32 {
+        self.max_queued.unwrap_or_else(|| {
+            self.max_instances
+                .max(1)
+                .saturating_mul(QUEUED_PER_INSTANCE)
+        })
     }
 }
 
@@ -58,6 +99,28 @@ pub(crate) struct Inner {
     /// One permit per pooled instance slot: calls wait here instead of failing when
     /// every slot is taken.
     pub(crate) slots: tokio::sync::Semaphore,
+    /// Calls admitted (running or waiting for a slot), at most `max_in_flight`.
+    in_flight: AtomicU32,
+    max_in_flight: u32,
+    config: RuntimeConfig,
+}
+
+/// A call counted among those in flight until dropped; see [`WasmRuntime::admit`].
+pub(crate) struct Admitted<'a>(&'a AtomicU32);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Every instance is taken and `max_queued` calls wait for one.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    /// `max_instances`.
+    pub(crate) instances: u32,
+    /// `max_queued`.
+    pub(crate) queued: u32,
 }
 
 impl std::fmt::Debug for WasmRuntime {
@@ -129,8 +192,33 @@ impl WasmRuntime {
                 linker,
                 cache,
                 slots: tokio::sync::Semaphore::new(n as usize),
+                in_flight: AtomicU32::new(0),
+                max_in_flight: n.saturating_add(config.queued()),
+                config,
             }),
         })
+    }
+
+    /// The configuration it was made with.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// Admits one call, or refuses it at once when `max_instances` calls run and
+    /// `max_queued` wait: a flood then gets an answer it can retry, not a queue that
+    /// grows until memory runs out.
+    pub(crate) fn admit(&self) -> Result<Admitted<'_>, Busy> {
+        let max = self.inner.max_in_flight;
+        self.inner
+            .in_flight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map(|_| Admitted(&self.inner.in_flight))
+            .map_err(|_| Busy {
+                instances: self.inner.config.max_instances.max(1),
+                queued: self.inner.config.queued(),
+            })
     }
 
     /// The folder compiled components are cached in, if any.
