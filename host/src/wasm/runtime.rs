@@ -99,10 +99,39 @@ pub(crate) struct Inner {
     /// One permit per pooled instance slot: calls wait here instead of failing when
     /// every slot is taken.
     pub(crate) slots: tokio::sync::Semaphore,
+    /// Blocking work of loads (reading and hashing a file, looking it up in the
+    /// cache): one job per core, so 100 plugins take a few threads, not 100.
+    pub(crate) load_jobs: tokio::sync::Semaphore,
+    /// Compiles at once: one per core (each also spreads its functions over the
+    /// cores), so that 100 first-start compiles neither take 100 threads and their
+    /// memory at once nor leave a core idle.
+    compile_jobs: tokio::sync::Semaphore,
+    /// Compiles asked for and finished since the runtime was made: [`Compiles`].
+    compiles_asked: AtomicU32,
+    compiles_done: AtomicU32,
     /// Calls admitted (running or waiting for a slot), at most `max_in_flight`.
     in_flight: AtomicU32,
     max_in_flight: u32,
     config: RuntimeConfig,
+}
+
+/// Compiles since a runtime was made, for a progress bar: those asked for (cache
+/// misses, waiting or running) and those finished (compiled or failed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compiles {
+    /// Asked for.
+    pub asked: u32,
+    /// Finished.
+    pub done: u32,
+}
+
+/// Counts one compile finished when dropped, so a failed or cancelled one counts too.
+struct Finished<'a>(&'a AtomicU32);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// A call counted among those in flight until dropped; see [`WasmRuntime::admit`].
@@ -172,26 +201,32 @@ impl WasmRuntime {
         super::fds::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
         linker.allow_shadowing(false);
 
-        let cache = config
-            .cache_dir
-            .as_deref()
-            .and_then(|dir| match CompileCache::open(dir) {
-                Ok(cache) => Some(cache),
-                Err(error) => {
-                    tracing::warn!(dir = %dir.display(), %error, "compile cache disabled");
-                    None
-                }
-            });
+        let cache =
+            config
+                .cache_dir
+                .as_deref()
+                .and_then(|dir| match CompileCache::open(dir, &engine) {
+                    Ok(cache) => Some(cache),
+                    Err(error) => {
+                        tracing::warn!(dir = %dir.display(), %error, "compile cache disabled");
+                        None
+                    }
+                });
         // Raises the open-file limit and shares it out among the instances.
         super::fds::init(n as usize);
         spawn_ticker(&engine)
             .map_err(|e| RuntimeError(format!("cannot start the epoch ticker thread: {e}")))?;
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
                 linker,
                 cache,
                 slots: tokio::sync::Semaphore::new(n as usize),
+                load_jobs: tokio::sync::Semaphore::new(cores),
+                compile_jobs: tokio::sync::Semaphore::new(cores),
+                compiles_asked: AtomicU32::new(0),
+                compiles_done: AtomicU32::new(0),
                 in_flight: AtomicU32::new(0),
                 max_in_flight: n.saturating_add(config.queued()),
                 config,
@@ -226,11 +261,42 @@ impl WasmRuntime {
         self.inner.cache.as_ref().map(CompileCache::dir)
     }
 
-    /// Compiles `bytes` (or takes them from the cache).
-    pub(crate) fn compile(&self, bytes: &[u8], sha256: &str) -> wasmtime::Result<Component> {
-        match &self.inner.cache {
-            Some(cache) => cache.component(&self.inner.engine, bytes, sha256),
-            None => Component::new(&self.inner.engine, bytes),
+    /// The component whose bytes hash to `sha256`, if the compile cache holds it.
+    /// Blocking: it maps the file.
+    pub(crate) fn cached(&self, sha256: &str) -> Option<Component> {
+        self.inner
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.get(&self.inner.engine, sha256))
+    }
+
+    /// Compiles `bytes` (whose hash is `sha256`) when a compile job is free, and
+    /// caches the result; counted in [`WasmRuntime::compiles`].
+    pub(crate) async fn compile(
+        &self,
+        bytes: Vec<u8>,
+        sha256: String,
+    ) -> wasmtime::Result<Component> {
+        self.inner.compiles_asked.fetch_add(1, Ordering::Relaxed);
+        let _finished = Finished(&self.inner.compiles_done);
+        let _job = self.inner.compile_jobs.acquire().await?;
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let engine = &runtime.inner.engine;
+            match &runtime.inner.cache {
+                Some(cache) => cache.compile(engine, &bytes, &sha256),
+                None => Component::new(engine, &bytes),
+            }
+        })
+        .await?
+    }
+
+    /// The compiles asked for and finished since the runtime was made. A load that
+    /// finds every component in the cache asks for none.
+    pub fn compiles(&self) -> Compiles {
+        Compiles {
+            asked: self.inner.compiles_asked.load(Ordering::Relaxed),
+            done: self.inner.compiles_done.load(Ordering::Relaxed),
         }
     }
 }
