@@ -18,7 +18,8 @@
 //! read_only = true         # and hints, which can only be made narrower
 //! ```
 //!
-//! and `[mcp.NAME]` sections for upstream MCP servers (see [`UpstreamConfig`]).
+//! `[mcp.NAME]` sections for upstream MCP servers (see [`UpstreamConfig`]), and a
+//! `[runtime]` table sizing the wasm runtime (see [`RuntimeSettings`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -29,6 +30,8 @@ use crate::grants::{Grants, Mount, MountMode, NetGrant};
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
 use crate::parse::{parse_duration, parse_net_grant, parse_size};
+use crate::runtime_settings::RawRuntime;
+pub use crate::runtime_settings::RuntimeSettings;
 use crate::tool::check_tool_name;
 use crate::upstream::config::{RawMcp, parse_mcp};
 pub use crate::upstream::config::{UpstreamConfig, UpstreamConnect};
@@ -44,6 +47,8 @@ pub struct Config {
     pub tools: BTreeMap<String, ToolConfig>,
     /// Upstream MCP servers by name (`[mcp.NAME]`).
     pub mcp: BTreeMap<String, UpstreamConfig>,
+    /// The `[runtime]` table: the instance pool and the bound on waiting calls.
+    pub runtime: RuntimeSettings,
 }
 
 /// What piton.toml says about one tool.
@@ -97,6 +102,8 @@ struct RawConfig {
     tools: BTreeMap<String, RawTool>,
     #[serde(default)]
     mcp: BTreeMap<String, RawMcp>,
+    #[serde(default)]
+    runtime: RawRuntime,
 }
 
 #[derive(Deserialize)]
@@ -131,18 +138,6 @@ struct RawMount {
     host: String,
     guest: String,
     mode: MountMode,
-}
-
-impl<'de> Deserialize<'de> for MountMode {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match String::deserialize(d)?.as_str() {
-            "read" => Ok(Self::Read),
-            "write" => Ok(Self::Write),
-            other => Err(serde::de::Error::custom(format!(
-                "mode {other:?} is not known: use \"read\" or \"write\""
-            ))),
-        }
-    }
 }
 
 impl Config {
@@ -186,10 +181,12 @@ impl Config {
             let server = parse_mcp(&name, raw, base, env).map_err(|(k, m)| fail(k, m))?;
             mcp.insert(name, server);
         }
+        let runtime = RuntimeSettings::parse(raw.runtime).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
             mcp,
+            runtime,
         })
     }
 }

@@ -36,6 +36,23 @@ pub enum CallError {
         /// What failed.
         message: String,
     },
+    /// The call was not run: every instance is taken and as many calls as allowed
+    /// wait for one (piton.toml `[runtime] max_instances` and `max_queued`). Nothing
+    /// of the tool ran, so the caller may send it again later; over MCP it is a
+    /// JSON-RPC error with this text.
+    #[error(
+        "tool `{tool}` was not run: piton is busy, with {instances} calls running and \
+         {queued} waiting for an instance, the most piton.toml's [runtime] max_instances \
+         and max_queued allow; try again shortly, or raise max_queued"
+    )]
+    Busy {
+        /// The tool's name.
+        tool: String,
+        /// `max_instances`: the calls that may run at once.
+        instances: u32,
+        /// `max_queued`: the calls that may wait for an instance.
+        queued: u32,
+    },
     /// The host could not run the call (for example, no instance slot was free).
     #[error("tool `{tool}` could not run: {message}")]
     Host {

@@ -43,6 +43,18 @@ pub enum MountMode {
     Write,
 }
 
+impl<'de> serde::Deserialize<'de> for MountMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match <String as serde::Deserialize>::deserialize(d)?.as_str() {
+            "read" => Ok(Self::Read),
+            "write" => Ok(Self::Write),
+            other => Err(serde::de::Error::custom(format!(
+                "mode {other:?} is not known: use \"read\" or \"write\""
+            ))),
+        }
+    }
+}
+
 /// What one call may do in one mount: the grant bounded by the call's hints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -43,6 +43,7 @@ mod parse;
 pub mod plugins;
 pub mod protected;
 mod registry;
+mod runtime_settings;
 mod schema;
 pub mod serve;
 mod source;

@@ -39,6 +39,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
+use crate::limits::format_size;
 use crate::plugins::{self, FolderError, PluginsAt, Watched};
 use crate::protected::Protected;
 use crate::registry::Registry;
@@ -71,6 +72,9 @@ pub struct Loader {
     /// The upstream servers made so far, by name, with the section each came from:
     /// the same section gives the same server (one connection) at the next load.
     upstreams: Mutex<BTreeMap<String, (UpstreamConfig, UpstreamServer)>>,
+    /// Whether the runtime was sized from piton.toml's `[runtime]` table (the CLI),
+    /// so that a table removed since is a change too; else the program sized it.
+    sized_by_config: bool,
 }
 
 impl std::fmt::Debug for Loader {
@@ -94,6 +98,9 @@ pub struct Loaded {
     pub server_errors: Vec<LoadError>,
     /// `[tools.NAME]` sections of piton.toml that match no tool.
     pub unused_config: Vec<String>,
+    /// Settings read but not in effect, such as a `[runtime]` table changed since the
+    /// runtime was made.
+    pub warnings: Vec<String>,
 }
 
 /// Why nothing could be loaded at all.
@@ -119,20 +126,30 @@ impl Loader {
             at,
             config: ConfigFrom::Beside,
             upstreams: Mutex::new(BTreeMap::new()),
+            sized_by_config: false,
         }
     }
 
     /// The CLI's loader: the plugins folder from `plugins`, else `$PITON_PLUGINS`,
     /// else `./plugins` if it holds `.wasm` files, else the bundled examples (see
     /// [`PluginsAt::resolve`]); piton.toml from `config` if given, else looked up;
-    /// the default runtime.
+    /// the runtime sized by piton.toml's `[runtime]` table as it is now (a reload
+    /// keeps the runtime: a later change of the table takes effect at restart).
     pub fn from_flags(
         plugins: Option<PathBuf>,
         config: Option<PathBuf>,
     ) -> Result<Self, RuntimeError> {
-        let runtime = WasmRuntime::new(RuntimeConfig::default())?;
-        let mut loader = Self::new(runtime, PluginsAt::resolve(plugins));
+        let at = PluginsAt::resolve(plugins);
+        // A file that does not parse sizes nothing here: the first load reports it.
+        let settings = at
+            .config_file(config.clone())
+            .and_then(|file| Config::load(&file).ok())
+            .map(|config| config.runtime)
+            .unwrap_or_default();
+        let runtime = WasmRuntime::new(RuntimeConfig::default().with_settings(&settings))?;
+        let mut loader = Self::new(runtime, at);
         loader.config = ConfigFrom::Lookup(config);
+        loader.sized_by_config = true;
         Ok(loader)
     }
 
@@ -195,6 +212,7 @@ impl Loader {
     pub async fn load(&self) -> Result<Loaded, LoaderError> {
         let config = self.read_config()?;
         let mut loaded = Loaded::default();
+        loaded.warnings.extend(self.runtime_not_as_set(&config));
         for server in self.upstreams_of(&config) {
             let added = server.and_then(|server| loaded.registry.add_group(server));
             if let Err(error) = added {
@@ -212,7 +230,8 @@ impl Loader {
                 }
             };
             for tool in tools {
-                let added = Self::configured(tool, &config, &protected, &mut used)
+                let added = self
+                    .configured(tool, &config, &protected, &mut used)
                     .and_then(|tool| loaded.registry.add(tool));
                 if let Err(error) = added {
                     loaded.errors.push(error);
@@ -231,13 +250,14 @@ impl Loader {
     /// `tool` with its `[tools.NAME]` settings of `config`, if any (its name then
     /// goes into `used`); an error when they do not apply or grant a protected place.
     fn configured(
+        &self,
         tool: WasmTool,
         config: &Config,
         protected: &Protected,
         used: &mut BTreeSet<String>,
     ) -> Result<WasmTool, LoadError> {
         let Some(settings) = config.tools.get(&tool.spec().name) else {
-            return Ok(tool);
+            return self.fits_the_pool(tool);
         };
         let name = tool.spec().name.clone();
         used.insert(name.clone());
@@ -248,7 +268,71 @@ impl Loader {
         };
         let tool = tool.configured(settings).map_err(invalid)?;
         protected.check(tool.grants()).map_err(invalid)?;
-        Ok(tool)
+        self.fits_the_pool(tool)
+    }
+
+    /// `tool`, unless its memory limit is over the most the runtime's pool gives one
+    /// memory: growing past that would fail as the guest's own fault, not as its
+    /// limit.
+    fn fits_the_pool(&self, tool: WasmTool) -> Result<WasmTool, LoadError> {
+        let most = self.runtime.config().max_memory;
+        let memory = tool.limits().memory;
+        if memory <= most {
+            return Ok(tool);
+        }
+        let name = &tool.spec().name;
+        Err(LoadError {
+            plugin: tool.source(),
+            kind: LoadErrorKind::Invalid(format!(
+                "its memory limit of {} is over piton.toml's [runtime] max_memory of {}, \
+                 the most any tool may have; lower [tools.{name}] memory or raise max_memory",
+                format_size(memory),
+                format_size(most),
+            )),
+        })
+    }
+
+    /// What of `config`'s `[runtime]` table the runtime does not run with: it is
+    /// sized once, so a change shows only after a restart.
+    fn runtime_not_as_set(&self, config: &Config) -> Option<String> {
+        let running = self.runtime.config();
+        let base = if self.sized_by_config {
+            RuntimeConfig {
+                cache_dir: running.cache_dir.clone(),
+                ..RuntimeConfig::default()
+            }
+        } else {
+            running.clone()
+        };
+        let wanted = base.with_settings(&config.runtime);
+        let mut differ = Vec::new();
+        if wanted.max_instances != running.max_instances {
+            differ.push(format!(
+                "max_instances = {} (running with {})",
+                wanted.max_instances, running.max_instances
+            ));
+        }
+        if wanted.max_memory != running.max_memory {
+            differ.push(format!(
+                "max_memory = {} (running with {})",
+                format_size(wanted.max_memory),
+                format_size(running.max_memory)
+            ));
+        }
+        if wanted.queued() != running.queued() {
+            differ.push(format!(
+                "max_queued = {} (running with {})",
+                wanted.queued(),
+                running.queued()
+            ));
+        }
+        (!differ.is_empty()).then(|| {
+            format!(
+                "piton.toml [runtime] takes effect when piton starts, not at a reload: {}; \
+                 restart piton to apply it",
+                differ.join(", ")
+            )
+        })
     }
 
     /// Closes every upstream server's connection, so stdio servers and their process

@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use piton_tests::guests;
+use piton_host::loader::Loader;
+use piton_host::plugins::PluginsAt;
+use piton_tests::{guests, plugins as examples};
 
 use crate::support::*;
 
@@ -148,4 +150,84 @@ fn a_section_for_no_tool_is_a_warning() {
     let out = run(piton().args(["list", "--config"]).arg(&file));
     assert!(out.status.success());
     assert!(stderr(&out).contains("[tools.no_such_tool] but no tool is called no_such_tool"));
+}
+
+#[test]
+fn the_runtime_table_caps_each_tools_memory_and_a_bad_value_names_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = config(
+        dir.path(),
+        "[runtime]\nmax_memory = \"32MiB\"\nmax_instances = 4\n\
+         [tools.word_count]\nmemory = \"16MiB\"\n",
+    );
+    let out = run(piton().args(["list", "--config"]).arg(&file));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("word_count"), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "its memory limit of 64 MiB is over piton.toml's [runtime] max_memory of 32 MiB, \
+             the most any tool may have; lower [tools.read_file] memory or raise max_memory"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("[runtime] takes effect"),
+        "the CLI made its runtime from this table: {err}"
+    );
+
+    let file = config(dir.path(), "[runtime]\nmax_instances = 0\n");
+    let out = run(piton().args(["list", "--config"]).arg(&file));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("piton.toml: runtime.max_instances: 0 is out of range: give 1 to 1024"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_runtime_table_changed_after_the_start_is_a_warning_until_a_restart() {
+    let folder = plugins_folder(&[("word_count.wasm", examples::WORD_COUNT)]);
+    let file = config(folder.path(), "[runtime]\nmax_instances = 8\n");
+    let loader = Loader::from_flags(Some(folder.path().into()), Some(file.clone()))
+        .expect("the runtime starts");
+    assert_eq!(loader.runtime().config().max_instances, 8);
+    assert_eq!(loader.runtime().config().queued(), 32, "four per instance");
+    assert!(loader.load().await.unwrap().warnings.is_empty());
+
+    config(
+        folder.path(),
+        "[runtime]\nmax_instances = 4\nmax_queued = 100\n",
+    );
+    assert_eq!(
+        loader.load().await.unwrap().warnings,
+        [
+            "piton.toml [runtime] takes effect when piton starts, not at a reload: \
+          max_instances = 4 (running with 8), max_queued = 100 (running with 32); \
+          restart piton to apply it"
+        ]
+    );
+    // A table removed since the start is a change too: back to the defaults.
+    config(folder.path(), "");
+    assert_eq!(
+        loader.load().await.unwrap().warnings,
+        [
+            "piton.toml [runtime] takes effect when piton starts, not at a reload: \
+          max_instances = 64 (running with 8), max_queued = 256 (running with 32); \
+          restart piton to apply it"
+        ]
+    );
+
+    // A program's own runtime: only what the table sets is compared with it.
+    let loader = Loader::new(runtime().clone(), PluginsAt::Folder(folder.path().into()));
+    assert!(loader.load().await.unwrap().warnings.is_empty());
+    config(folder.path(), "[runtime]\nmax_memory = \"1GiB\"\n");
+    assert_eq!(
+        loader.load().await.unwrap().warnings,
+        [
+            "piton.toml [runtime] takes effect when piton starts, not at a reload: \
+          max_memory = 1 GiB (running with 4 GiB); restart piton to apply it"
+        ]
+    );
 }

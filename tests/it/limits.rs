@@ -286,3 +286,64 @@ fn a_tool_creating_sockets_is_stopped_at_the_descriptor_limit() {
     assert!((16..=256).contains(&n), "{text}");
     assert!(text.contains("new-socket-limit"), "{text}");
 }
+
+/// How much the host's peak RSS may grow while a flood of 500 calls is answered: the
+/// calls that run, and the answers and refusals in flight, in a debug build.
+const FLOOD_RSS_BOUND: u64 = 96 << 20;
+
+#[test]
+fn a_flood_of_calls_past_the_queue_is_refused_as_busy_and_the_host_stays_up() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Two instances and eight waiting calls: of 500 calls sent at once, at most ten
+    // are in flight; each holds its instance for 5 s, so the rest arrive while
+    // those are taken and are refused at once.
+    let mut served = Served::start(
+        dir.path(),
+        &[
+            ("hoard.wasm", guests::HOSTILE_HOARD),
+            ("counter.wasm", guests::HOSTILE_COUNTER),
+        ],
+        "[runtime]\nmax_instances = 2\nmax_queued = 8\n\
+         [tools.hoard]\ntimeout = \"100s\"\nopen_world = false\n",
+        None,
+    );
+    let before = served.peak_rss();
+    let slow = json!({"kind": "pollables", "count": 0, "size": 0, "path": "", "hold_ms": 5000});
+    const FLOOD: u64 = 500;
+    for id in 1..=FLOOD {
+        served.call(id, "hoard", slow.clone());
+    }
+    let (mut answered, mut busy, mut other) = (0, 0, Vec::new());
+    for id in 1..=FLOOD {
+        let answer = served.answer(id);
+        let text = answer_text(&answer);
+        if answer.get("error").is_some() && text.contains("piton is busy") {
+            assert!(
+                text.contains("[runtime] max_instances and max_queued")
+                    && text.contains("2 calls running and 8 waiting"),
+                "{text}"
+            );
+            busy += 1;
+        } else if text == "made 0 pollables" {
+            answered += 1;
+        } else {
+            other.push(answer);
+        }
+    }
+    let grown = served.peak_rss().saturating_sub(before);
+    eprintln!(
+        "{answered} answered, {busy} busy; peak RSS grew by {} KiB",
+        grown >> 10
+    );
+    assert!(other.is_empty(), "neither an answer nor busy: {other:?}");
+    assert!((1..=10).contains(&answered), "{answered} answered");
+    assert_eq!(answered + busy, FLOOD);
+    assert!(
+        grown < FLOOD_RSS_BOUND,
+        "peak RSS grew by {} MiB",
+        grown >> 20
+    );
+    // Still serving, and a call gets in once the flood is over.
+    served.call(FLOOD + 1, "counter", json!({}));
+    assert_eq!(answer_text(&served.answer(FLOOD + 1)), "1");
+}

@@ -291,3 +291,28 @@ async fn a_reload_keeps_an_unchanged_upstream_server_and_its_connection() {
     );
     loader.close().await;
 }
+
+#[test]
+fn a_first_start_shows_its_compiles_on_a_terminal_and_nothing_when_piped() {
+    let folder = plugins_folder(&[("word_count.wasm", examples::WORD_COUNT)]);
+    let list = [
+        "list".as_ref(),
+        "--plugins".as_ref(),
+        folder.path().as_os_str(),
+    ];
+    // Captured stderr, an empty cache: the compile happens, and nothing says so.
+    let cache = tempfile::tempdir().expect("temp dir");
+    let out = run(piton().args(list).env("PITON_CACHE_DIR", cache.path()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    // On a terminal, with another empty cache: the compile is shown, then summed up.
+    let cache = tempfile::tempdir().expect("temp dir");
+    let env = [("PITON_CACHE_DIR", cache.path().as_os_str())];
+    let shown = stdout(&run_in_terminal_with(&list, &env));
+    assert!(shown.contains("compiled 1 plugin in "), "{shown}");
+    assert!(shown.contains("word_count"), "{shown}");
+    // The next start takes it from the cache and shows nothing of the kind.
+    let shown = stdout(&run_in_terminal_with(&list, &env));
+    assert!(!shown.contains("compil"), "{shown}");
+    assert!(shown.contains("word_count"), "{shown}");
+}

@@ -160,6 +160,14 @@ pub(crate) fn plugins_folder(files: &[(&str, &str)]) -> tempfile::TempDir {
 /// Runs `piton ARGS` with stdout and stderr on a pseudo-terminal (python3's `os.openpty`,
 /// 120 columns wide), as a user at a terminal sees it; returns what the terminal got.
 pub(crate) fn run_in_terminal(args: &[&std::ffi::OsStr]) -> Output {
+    run_in_terminal_with(args, &[])
+}
+
+/// [`run_in_terminal`] with these environment variables set besides [`piton`]'s.
+pub(crate) fn run_in_terminal_with(
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Output {
     const SCRIPT: &str = r#"
 import os, subprocess, sys, termios
 master, slave = os.openpty()
@@ -179,7 +187,7 @@ sys.stdout.buffer.write(out)
 sys.exit(child.wait())
 "#;
     let mut cmd = python_running_piton(SCRIPT, args);
-    cmd.stdin(Stdio::null());
+    cmd.stdin(Stdio::null()).envs(env.iter().copied());
     run(&mut cmd)
 }
 

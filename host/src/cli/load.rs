@@ -8,6 +8,8 @@ use clap::Args as ClapArgs;
 use super::out::say;
 use crate::loader::Loader;
 use crate::registry::Registry;
+use crate::term::{ProgressLine, progress_text};
+use crate::wasm::WasmRuntime;
 
 #[derive(Debug, ClapArgs)]
 pub(super) struct PluginsArg {
@@ -34,14 +36,24 @@ pub(super) fn loader(arg: PluginsArg) -> Option<Loader> {
 
 /// One load, with each server, plugin and piton.toml section that did not make it
 /// in reported on stderr; `None` (after saying why) when nothing could be loaded.
+/// Components the cache lacks are compiled meanwhile, with a progress bar when
+/// stderr is a terminal.
 pub(super) async fn load(loader: &Loader) -> Option<Registry> {
-    match loader.load().await {
+    let loading = loader.load();
+    let loaded = match ProgressLine::on_stderr() {
+        Some(line) => with_progress(loader.runtime(), line, loading).await,
+        None => loading.await,
+    };
+    match loaded {
         Ok(loaded) => {
             for error in &loaded.server_errors {
                 say(format_args!("warning: MCP server not added: {error}"));
             }
             for error in &loaded.errors {
                 say(format_args!("warning: plugin not loaded: {error}"));
+            }
+            for warning in &loaded.warnings {
+                eprintln!("warning: {warning}");
             }
             for name in &loaded.unused_config {
                 eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
@@ -53,4 +65,40 @@ pub(super) async fn load(loader: &Loader) -> Option<Registry> {
             None
         }
     }
+}
+
+/// Runs `loading`, showing on `line` how far the compiles it asks of `runtime` are,
+/// and when it is done how many there were and how long they took. A load that finds
+/// every component in the cache shows nothing.
+async fn with_progress<T>(
+    runtime: &WasmRuntime,
+    mut line: ProgressLine,
+    loading: impl std::future::Future<Output = T>,
+) -> T {
+    let before = runtime.compiles();
+    let started = std::time::Instant::now();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    let mut loading = std::pin::pin!(loading);
+    let result = loop {
+        tokio::select! {
+            result = &mut loading => break result,
+            _ = tick.tick() => {
+                let now = runtime.compiles();
+                let asked = now.asked.saturating_sub(before.asked);
+                if asked > 0 {
+                    line.show(&progress_text("compiling plugins", now.done.saturating_sub(before.done), asked));
+                }
+            }
+        }
+    };
+    line.clear();
+    let asked = runtime.compiles().asked.saturating_sub(before.asked);
+    if asked > 0 {
+        eprintln!(
+            "compiled {asked} plugin{} in {:.1} s; the next start takes them from the cache",
+            if asked == 1 { "" } else { "s" },
+            started.elapsed().as_secs_f64()
+        );
+    }
+    result
 }

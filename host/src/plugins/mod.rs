@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::error::LoadError;
+use crate::error::{LoadError, LoadErrorKind};
 use crate::parse::env_path;
 use crate::protected::Protected;
 use crate::source::ToolSource;
@@ -135,15 +135,52 @@ pub async fn read(
                 folder: folder.clone(),
                 source,
             })?;
-            futures::future::join_all(files.iter().map(|file| runtime.load_file_tools(file))).await
+            let loads = files.into_iter().map(|file| {
+                let runtime = runtime.clone();
+                let source = ToolSource::File(file.clone());
+                (source, async move { runtime.load_file_tools(&file).await })
+            });
+            on_every_core(loads).await
         }
         PluginsAt::Bundled => {
-            futures::future::join_all(crate::bundled::plugins().iter().map(|(name, bytes)| {
-                runtime.load_tools(ToolSource::Bundled((*name).to_owned()), bytes.to_vec())
-            }))
-            .await
+            let loads = crate::bundled::plugins().iter().map(|(name, bytes)| {
+                let runtime = runtime.clone();
+                let source = ToolSource::Bundled((*name).to_owned());
+                let load_source = source.clone();
+                (source, async move {
+                    runtime.load_tools(load_source, bytes.to_vec()).await
+                })
+            });
+            on_every_core(loads).await
         }
     })
+}
+
+/// Runs each load as a task of its own, so that their work outside the blocking pool
+/// (checking a component against the linker, reading its specs in an instance) is
+/// spread over every worker thread instead of taking turns in one; the results in the
+/// order given. A load that panics is reported as its plugin's error.
+async fn on_every_core<F>(
+    loads: impl Iterator<Item = (ToolSource, F)>,
+) -> Vec<Result<Vec<WasmTool>, LoadError>>
+where
+    F: std::future::Future<Output = Result<Vec<WasmTool>, LoadError>> + Send + 'static,
+{
+    let tasks: Vec<_> = loads
+        .map(|(source, load)| (source, tokio::spawn(load)))
+        .collect();
+    let mut results = Vec::with_capacity(tasks.len());
+    for (source, task) in tasks {
+        results.push(task.await.unwrap_or_else(|e| {
+            Err(LoadError {
+                plugin: source,
+                kind: LoadErrorKind::Io(std::io::Error::other(format!(
+                    "loading it failed in piton: {e}"
+                ))),
+            })
+        }));
+    }
+    results
 }
 
 /// The component bytes of the bundled example `package` (e.g. `"word-count"`).

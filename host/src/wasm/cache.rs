@@ -15,18 +15,24 @@ use wasmtime::component::Component;
 #[derive(Clone, Debug)]
 pub(crate) struct CompileCache {
     dir: PathBuf,
+    /// The hash of the engine's settings, in every entry's name: computed once, as
+    /// every plugin of every start looks it up.
+    engine_hash: u64,
 }
 
 impl CompileCache {
-    /// The cache in `dir`, created if missing.
-    pub(crate) fn open(dir: &Path) -> std::io::Result<Self> {
+    /// The cache in `dir` for code compiled by `engine`, created if missing.
+    pub(crate) fn open(dir: &Path, engine: &Engine) -> std::io::Result<Self> {
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(dir)?;
+        let mut hasher = DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(Self {
             dir: dir.to_path_buf(),
+            engine_hash: hasher.finish(),
         })
     }
 
@@ -44,30 +50,38 @@ impl CompileCache {
             .or_else(|| var("HOME").map(|d| d.join(".cache/piton")))
     }
 
-    /// The component for `bytes`: from the cache when it holds it, else compiled and
-    /// stored. A cache that cannot be read or written only costs a compile.
-    pub(crate) fn component(
+    fn path(&self, sha256: &str) -> PathBuf {
+        self.dir
+            .join(format!("{sha256}-{:016x}.cwasm", self.engine_hash))
+    }
+
+    /// The component whose bytes hash to `sha256`, when the cache holds a usable one.
+    pub(crate) fn get(&self, engine: &Engine, sha256: &str) -> Option<Component> {
+        let path = self.path(sha256);
+        if !path.is_file() {
+            return None;
+        }
+        // SAFETY: the file was written by `compile` below from
+        // `Engine::precompile_component` with an engine of the same settings (the
+        // name carries their hash); wasmtime also checks its header on load.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(component) => Some(component),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "dropping an unusable cache entry");
+                None
+            }
+        }
+    }
+
+    /// Compiles `bytes` (whose hash is `sha256`) and stores the result. A cache that
+    /// cannot be written only costs a compile at the next start.
+    pub(crate) fn compile(
         &self,
         engine: &Engine,
         bytes: &[u8],
         sha256: &str,
     ) -> wasmtime::Result<Component> {
-        let mut hasher = DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        let path = self
-            .dir
-            .join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));
-        if path.is_file() {
-            // SAFETY: the file was written by `store` below from
-            // `Engine::precompile_component` with an engine of the same settings (the
-            // name carries their hash); wasmtime also checks its header on load.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => return Ok(component),
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "dropping an unusable cache entry")
-                }
-            }
-        }
+        let path = self.path(sha256);
         let compiled = engine.precompile_component(bytes)?;
         if let Err(error) = self.store(&path, &compiled) {
             tracing::warn!(path = %path.display(), %error, "cannot write the compile cache");

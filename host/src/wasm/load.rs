@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use wasmtime::component::Component;
+
 use sha2::{Digest, Sha256};
 
 use super::bindings::{self, PluginPre, ToolboxPluginPre};
@@ -39,18 +41,28 @@ impl WasmRuntime {
     /// `toolbox-plugin`.
     pub async fn load_file_tools(&self, path: &Path) -> Result<Vec<WasmTool>, LoadError> {
         let source = ToolSource::File(path.to_path_buf());
-        if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
-            return Err(LoadError {
-                plugin: source,
-                kind: LoadErrorKind::Folder,
-            });
-        }
-        match tokio::fs::read(path).await {
-            Ok(bytes) => self.load_tools(source, bytes).await,
-            Err(e) => Err(LoadError {
-                plugin: source,
-                kind: LoadErrorKind::Io(e),
-            }),
+        let fail = |kind| LoadError {
+            plugin: source.clone(),
+            kind,
+        };
+        let opened = {
+            let _job = self
+                .inner
+                .load_jobs
+                .acquire()
+                .await
+                .map_err(|e| fail(LoadErrorKind::Io(std::io::Error::other(e))))?;
+            let runtime = self.clone();
+            let path = path.to_path_buf();
+            tokio::task::spawn_blocking(move || open(&runtime, &path))
+                .await
+                .map_err(|e| fail(LoadErrorKind::Io(std::io::Error::other(e))))?
+        };
+        match opened {
+            Ok(Opened::Cached(component, info)) => self.tools_of(source, component, info).await,
+            Ok(Opened::Bytes(bytes)) => self.load_tools(source, bytes).await,
+            Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
+            Err(Unreadable::Io(e)) => Err(fail(LoadErrorKind::Io(e))),
         }
     }
 
@@ -76,36 +88,58 @@ impl WasmRuntime {
             return Err(fail(LoadErrorKind::Compile(problem)));
         }
         let len = bytes.len();
-        let runtime = self.clone();
-        let (component, info, exports) = tokio::task::spawn_blocking(move || {
-            let sha256 = hex::encode(Sha256::digest(&bytes));
-            let component = runtime.compile(&bytes, &sha256)?;
-            let engine = &runtime.inner.engine;
-            let imports = component
-                .component_type()
-                .imports(engine)
-                .map(|(name, _)| name.to_owned())
-                .collect();
-            let exports: Vec<String> = component
-                .component_type()
-                .exports(engine)
-                .map(|(name, _)| name.to_owned())
-                .collect();
-            let info = ComponentInfo {
-                sha256,
-                size: bytes.len() as u64,
-                imports,
-            };
-            wasmtime::Result::Ok((component, info, exports))
-        })
-        .await
-        .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?
-        .map_err(|e| {
+        let compile_failed = |e: wasmtime::Error| {
             fail(LoadErrorKind::Compile(diagnose::compile_problem(
                 &root_message(&e),
                 len,
             )))
-        })?;
+        };
+        let runtime = self.clone();
+        let (bytes, sha256, cached) = tokio::task::spawn_blocking(move || {
+            let sha256 = hex::encode(Sha256::digest(&bytes));
+            let cached = runtime.cached(&sha256);
+            (bytes, sha256, cached)
+        })
+        .await
+        .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?;
+        let component = match cached {
+            Some(component) => component,
+            None => self
+                .compile(bytes, sha256.clone())
+                .await
+                .map_err(compile_failed)?,
+        };
+        let info = ComponentInfo {
+            sha256,
+            size: len as u64,
+            imports: Vec::new(),
+        };
+        self.tools_of(source, component, info).await
+    }
+
+    /// The tools of a compiled component: which world it exports, checked against
+    /// the linker, and its tools' specs and hints read in an instance with no
+    /// capabilities. `info`'s imports are filled in here.
+    async fn tools_of(
+        &self,
+        source: ToolSource,
+        component: Component,
+        mut info: ComponentInfo,
+    ) -> Result<Vec<WasmTool>, LoadError> {
+        let fail = |kind| LoadError {
+            plugin: source.clone(),
+            kind,
+        };
+        let engine = &self.inner.engine;
+        let types = component.component_type();
+        info.imports = types
+            .imports(engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        let exports: Vec<String> = types
+            .exports(engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
         let world = diagnose::world_of(&exports).map_err(|p| fail(LoadErrorKind::Contract(p)))?;
 
         let does_not_fit = |e: wasmtime::Error| {
@@ -246,6 +280,65 @@ impl WasmRuntime {
         }
         Ok(tools)
     }
+}
+
+/// A component file as [`open`] found it.
+enum Opened {
+    /// In the compile cache; no byte of it kept.
+    Cached(Component, ComponentInfo),
+    /// Not in the cache (or no cache): its bytes, to check and compile.
+    Bytes(Vec<u8>),
+}
+
+/// Why a component file could not be read.
+enum Unreadable {
+    /// It is a folder.
+    Folder,
+    /// Reading failed.
+    Io(std::io::Error),
+}
+
+/// Opens the component file `path` for `runtime`: hashes it as it reads, in small
+/// pieces (no buffer of the whole file, no page faults for it), and takes the
+/// compiled component from the cache when it has that hash. On a miss it reads the
+/// file whole, to be checked, hashed again and compiled from those same bytes: a
+/// file changed since the first read is compiled as it is now, never cached under
+/// the hash of what it was. Blocking.
+fn open(runtime: &WasmRuntime, path: &Path) -> Result<Opened, Unreadable> {
+    use std::io::{Read as _, Seek as _};
+    let mut file = std::fs::File::open(path).map_err(Unreadable::Io)?;
+    if file.metadata().map_err(Unreadable::Io)?.is_dir() {
+        return Err(Unreadable::Folder);
+    }
+    if runtime.cache_dir().is_some() {
+        let mut hasher = Sha256::new();
+        let mut piece = vec![0; 64 << 10];
+        let mut size = 0_u64;
+        loop {
+            match file.read(&mut piece) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(piece.get(..n).unwrap_or_default());
+                    size += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Unreadable::Io(e)),
+            }
+        }
+        let sha256 = hex::encode(hasher.finalize());
+        if let Some(component) = runtime.cached(&sha256) {
+            let info = ComponentInfo {
+                sha256,
+                size,
+                imports: Vec::new(),
+            };
+            return Ok(Opened::Cached(component, info));
+        }
+        file.rewind().map_err(Unreadable::Io)?;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(Unreadable::Io)?;
+    Ok(Opened::Bytes(bytes))
 }
 
 /// The only tool of `tools`, or an error saying the component holds several.

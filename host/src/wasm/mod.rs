@@ -14,5 +14,5 @@ mod runtime;
 mod sandbox;
 mod tool;
 
-pub use runtime::{RuntimeConfig, RuntimeError, WasmRuntime};
+pub use runtime::{Compiles, RuntimeConfig, RuntimeError, WasmRuntime};
 pub use tool::WasmTool;

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::{Component, Linker};
@@ -10,6 +11,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::cache::CompileCache;
 use super::sandbox::Sandbox;
+use crate::runtime_settings::RuntimeSettings;
 
 /// How often the epoch advances: the granularity of deadlines, and how often a
 /// running guest yields to the async executor so a busy guest cannot starve others.
@@ -37,17 +39,31 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// time (not `PRESENT`), so the next instance in the slot could read it.
 const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
 
-/// Settings of a [`WasmRuntime`].
-#[derive(Clone, Debug)]
+/// How many calls may wait for an instance per instance, unless set: deep enough to
+/// take a burst of several clients' parallel calls, short enough that the last one
+/// waits about four calls' time, not past its client's patience. A waiting call holds
+/// only its arguments and a future, so the bound is on waiting, not on memory.
+const QUEUED_PER_INSTANCE: u32 = 4;
+
+/// Settings of a [`WasmRuntime`]; piton.toml's `[runtime]` table sets the last three
+/// (see [`RuntimeConfig::with_settings`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuntimeConfig {
     /// Where compiled components are cached; `None` compiles on every load.
     /// Default: [`RuntimeConfig::default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
-    /// How many instances may exist at once; further calls wait. Default 64.
+    /// How many instances may exist at once: each call, each `hints_for` and each
+    /// spec read at load holds one while it runs; further ones wait. Each reserves
+    /// two memory slots of 4 GiB + 32 MiB of address space (not memory). Default 64.
     pub max_instances: u32,
     /// The largest memory any tool may be given, in bytes: the pooling allocator's
-    /// slot size. Default 4 GiB.
+    /// limit per memory. At most 4 GiB, the default. Lowering it reserves no less
+    /// address space (wasmtime checks 32-bit memories with 4 GiB of guard pages).
     pub max_memory: u64,
+    /// How many calls may wait for an instance while `max_instances` run; one more
+    /// fails at once with [`CallError::Busy`](crate::CallError::Busy). `None`: four
+    /// per instance (256 for the default 64).
+    pub max_queued: Option<u32>,
 }
 
 impl Default for RuntimeConfig {
@@ -56,6 +72,7 @@ impl Default for RuntimeConfig {
             cache_dir: Self::default_cache_dir(),
             max_instances: 64,
             max_memory: 4 << 30,
+            max_queued: None,
         }
     }
 }
@@ -64,6 +81,30 @@ impl RuntimeConfig {
     /// `$PITON_CACHE_DIR`, else `$XDG_CACHE_HOME/piton`, else `$HOME/.cache/piton`.
     pub fn default_cache_dir() -> Option<PathBuf> {
         CompileCache::default_dir()
+    }
+
+    /// This configuration with what piton.toml's `[runtime]` table sets.
+    #[must_use]
+    pub fn with_settings(mut self, settings: &RuntimeSettings) -> Self {
+        if let Some(n) = settings.max_instances {
+            self.max_instances = n;
+        }
+        if let Some(bytes) = settings.max_memory {
+            self.max_memory = bytes;
+        }
+        if settings.max_queued.is_some() {
+            self.max_queued = settings.max_queued;
+        }
+        self
+    }
+
+    /// How many calls may wait for an instance: `max_queued`, or its default.
+    pub fn queued(&self) -> u32 {
+        self.max_queued.unwrap_or_else(|| {
+            self.max_instances
+                .max(1)
+                .saturating_mul(QUEUED_PER_INSTANCE)
+        })
     }
 }
 
@@ -80,6 +121,57 @@ pub(crate) struct Inner {
     /// One permit per pooled instance slot: calls wait here instead of failing when
     /// every slot is taken.
     pub(crate) slots: tokio::sync::Semaphore,
+    /// Blocking work of loads (reading and hashing a file, looking it up in the
+    /// cache): one job per core, so 100 plugins take a few threads, not 100.
+    pub(crate) load_jobs: tokio::sync::Semaphore,
+    /// Compiles at once: one per core (each also spreads its functions over the
+    /// cores), so that 100 first-start compiles neither take 100 threads and their
+    /// memory at once nor leave a core idle.
+    compile_jobs: tokio::sync::Semaphore,
+    /// Compiles asked for and finished since the runtime was made: [`Compiles`].
+    compiles_asked: AtomicU32,
+    compiles_done: AtomicU32,
+    /// Calls admitted (running or waiting for a slot), at most `max_in_flight`.
+    in_flight: AtomicU32,
+    max_in_flight: u32,
+    config: RuntimeConfig,
+}
+
+/// Compiles since a runtime was made, for a progress bar: those asked for (cache
+/// misses, waiting or running) and those finished (compiled or failed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compiles {
+    /// Asked for.
+    pub asked: u32,
+    /// Finished.
+    pub done: u32,
+}
+
+/// Counts one compile finished when dropped, so a failed or cancelled one counts too.
+struct Finished<'a>(&'a AtomicU32);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A call counted among those in flight until dropped; see [`WasmRuntime::admit`].
+pub(crate) struct Admitted<'a>(&'a AtomicU32);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Every instance is taken and `max_queued` calls wait for one.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    /// `max_instances`.
+    pub(crate) instances: u32,
+    /// `max_queued`.
+    pub(crate) queued: u32,
 }
 
 impl std::fmt::Debug for WasmRuntime {
@@ -128,28 +220,59 @@ impl WasmRuntime {
         super::fds::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
         linker.allow_shadowing(false);
 
-        let cache = config
-            .cache_dir
-            .as_deref()
-            .and_then(|dir| match CompileCache::open(dir) {
-                Ok(cache) => Some(cache),
-                Err(error) => {
-                    tracing::warn!(dir = %dir.display(), %error, "compile cache disabled");
-                    None
-                }
-            });
+        let cache =
+            config
+                .cache_dir
+                .as_deref()
+                .and_then(|dir| match CompileCache::open(dir, &engine) {
+                    Ok(cache) => Some(cache),
+                    Err(error) => {
+                        tracing::warn!(dir = %dir.display(), %error, "compile cache disabled");
+                        None
+                    }
+                });
         // Raises the open-file limit and shares it out among the instances.
         super::fds::init(n as usize);
         spawn_ticker(&engine)
             .map_err(|e| RuntimeError(format!("cannot start the epoch ticker thread: {e}")))?;
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
                 linker,
                 cache,
                 slots: tokio::sync::Semaphore::new(n as usize),
+                load_jobs: tokio::sync::Semaphore::new(cores),
+                compile_jobs: tokio::sync::Semaphore::new(cores),
+                compiles_asked: AtomicU32::new(0),
+                compiles_done: AtomicU32::new(0),
+                in_flight: AtomicU32::new(0),
+                max_in_flight: n.saturating_add(config.queued()),
+                config,
             }),
         })
+    }
+
+    /// The configuration it was made with.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// Admits one call, or refuses it at once when `max_instances` calls run and
+    /// `max_queued` wait: a flood then gets an answer it can retry, not a queue that
+    /// grows until memory runs out.
+    pub(crate) fn admit(&self) -> Result<Admitted<'_>, Busy> {
+        let max = self.inner.max_in_flight;
+        self.inner
+            .in_flight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map(|_| Admitted(&self.inner.in_flight))
+            .map_err(|_| Busy {
+                instances: self.inner.config.max_instances.max(1),
+                queued: self.inner.config.queued(),
+            })
     }
 
     /// The folder compiled components are cached in, if any.
@@ -157,11 +280,42 @@ impl WasmRuntime {
         self.inner.cache.as_ref().map(CompileCache::dir)
     }
 
-    /// Compiles `bytes` (or takes them from the cache).
-    pub(crate) fn compile(&self, bytes: &[u8], sha256: &str) -> wasmtime::Result<Component> {
-        match &self.inner.cache {
-            Some(cache) => cache.component(&self.inner.engine, bytes, sha256),
-            None => Component::new(&self.inner.engine, bytes),
+    /// The component whose bytes hash to `sha256`, if the compile cache holds it.
+    /// Blocking: it maps the file.
+    pub(crate) fn cached(&self, sha256: &str) -> Option<Component> {
+        self.inner
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.get(&self.inner.engine, sha256))
+    }
+
+    /// Compiles `bytes` (whose hash is `sha256`) when a compile job is free, and
+    /// caches the result; counted in [`WasmRuntime::compiles`].
+    pub(crate) async fn compile(
+        &self,
+        bytes: Vec<u8>,
+        sha256: String,
+    ) -> wasmtime::Result<Component> {
+        self.inner.compiles_asked.fetch_add(1, Ordering::Relaxed);
+        let _finished = Finished(&self.inner.compiles_done);
+        let _job = self.inner.compile_jobs.acquire().await?;
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let engine = &runtime.inner.engine;
+            match &runtime.inner.cache {
+                Some(cache) => cache.compile(engine, &bytes, &sha256),
+                None => Component::new(engine, &bytes),
+            }
+        })
+        .await?
+    }
+
+    /// The compiles asked for and finished since the runtime was made. A load that
+    /// finds every component in the cache asks for none.
+    pub fn compiles(&self) -> Compiles {
+        Compiles {
+            asked: self.inner.compiles_asked.load(Ordering::Relaxed),
+            done: self.inner.compiles_done.load(Ordering::Relaxed),
         }
     }
 }

@@ -386,6 +386,7 @@ impl Tool for WasmTool {
         {
             return Ok(None);
         }
+        let _admitted = self.admit()?;
         let text = self.args_text(args)?;
         let tool = self.toolbox_name();
         let answer = self
@@ -418,6 +419,7 @@ impl Tool for WasmTool {
     }
 
     async fn call(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
+        let _admitted = self.admit()?;
         match (self.run(args, hints).await, self.on_trap) {
             (Err(CallError::Trap { trap, .. }), OnTrap::Error) => {
                 Ok(Err(ToolError::Failed(format!("the tool {trap}"))))
@@ -428,6 +430,17 @@ impl Tool for WasmTool {
 }
 
 impl WasmTool {
+    /// Counts a call in flight until dropped, or refuses it as busy (see
+    /// [`WasmRuntime::admit`]). Load's spec reads are not counted: they wait, so a
+    /// flood of calls cannot make a reload drop tools.
+    fn admit(&self) -> Result<super::runtime::Admitted<'_>, CallError> {
+        self.runtime.admit().map_err(|busy| CallError::Busy {
+            tool: self.spec.name.clone(),
+            instances: busy.instances,
+            queued: busy.queued,
+        })
+    }
+
     /// The name the toolbox knows this tool by; empty for a `plugin`.
     fn toolbox_name(&self) -> Arc<str> {
         match &self.pre {
