@@ -91,7 +91,7 @@ struct Table {
 const TABLES: &[Table] = &[
     Table {
         region: "speed",
-        header: &["", "median / p99", "target"],
+        header: &["", "measured (median / p99 where two)", "target"],
         rows: &[
             Row {
                 label: "`word_count` in a fresh instance, in process",
@@ -117,6 +117,93 @@ const TABLES: &[Table] = &[
                 label: "MCP `tools/call` over stdio, raw JSON-RPC lines",
                 cells: &[&["mcp/stdio_raw_median", "mcp/stdio_raw_p99"]],
                 then: Some("≤ 0.08 ms"),
+            },
+            Row {
+                label: "the server's CPU per stdio call (user + sys over 20 000 calls, start and stop taken out)",
+                cells: &[&["mcp/server_cpu_per_call_net"]],
+                then: Some("≤ 50 µs"),
+            },
+            Row {
+                label: "fresh-instance calls/s in process, 1 caller",
+                cells: &[&["call/throughput_c1"]],
+                then: Some(""),
+            },
+            Row {
+                label: "the same, 2 / 4 / 8 concurrent callers",
+                cells: &[&[
+                    "call/throughput_c2",
+                    "call/throughput_c4",
+                    "call/throughput_c8",
+                ]],
+                then: Some("≥ 100 000 calls/s"),
+            },
+            Row {
+                label: "2 callers / 1",
+                cells: &[&["call/throughput_c2_over_c1"]],
+                then: Some("≥ 1x"),
+            },
+        ],
+    },
+    Table {
+        region: "start",
+        header: &[
+            "plugins",
+            "`serve` to its first `tools/list`, cold cache",
+            "warm cache (median / p99)",
+            "CPU, cold / warm",
+            "resident memory idle",
+        ],
+        rows: &[
+            Row {
+                label: "1",
+                cells: &[
+                    &["start/cold_1"],
+                    &["start/warm_1", "start/warm_p99_1"],
+                    &["start/cold_cpu_1", "start/warm_cpu_1"],
+                    &["start/idle_1_rss"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "10",
+                cells: &[
+                    &["start/cold_10"],
+                    &["start/warm_10", "start/warm_p99_10"],
+                    &["start/cold_cpu_10", "start/warm_cpu_10"],
+                    &[],
+                ],
+                then: None,
+            },
+            Row {
+                label: "100",
+                cells: &[
+                    &["start/cold_100"],
+                    &["start/warm_100", "start/warm_p99_100"],
+                    &["start/cold_cpu_100", "start/warm_cpu_100"],
+                    &["start/idle_100_rss"],
+                ],
+                then: None,
+            },
+        ],
+    },
+    Table {
+        region: "memory",
+        header: &["calls in flight", "resident memory per call"],
+        rows: &[
+            Row {
+                label: "1",
+                cells: &[&["start/rss_per_call_1"]],
+                then: None,
+            },
+            Row {
+                label: "16",
+                cells: &[&["start/rss_per_call_16"]],
+                then: None,
+            },
+            Row {
+                label: "64",
+                cells: &[&["start/rss_per_call_64"]],
+                then: None,
             },
         ],
     },
@@ -384,7 +471,9 @@ fn self_check() {
     .unwrap_or_else(|e| panic!("the built-in record parses: {e}"));
     let readme = "# T\n\nbefore\n<!-- bench:speed -->\nSTALE TABLE\n<!-- /bench:speed -->\n\
                   mid\n<!-- bench:langs -->\n<!-- /bench:langs -->\nafter\n\
-                  <!-- bench:throughput -->\n<!-- /bench:throughput -->\n";
+                  <!-- bench:throughput -->\n<!-- /bench:throughput -->\n\
+                  <!-- bench:start -->\n<!-- /bench:start -->\n\
+                  <!-- bench:memory -->\n<!-- /bench:memory -->\n";
     let (out, missing) = rewrite(readme, &record, "2026-12-01", "abc1234")
         .unwrap_or_else(|e| panic!("rewrites: {e}"));
     assert!(
@@ -392,7 +481,7 @@ fn self_check() {
         "{out}"
     );
     assert!(out.contains("<!-- /bench:langs -->\nafter\n"), "{out}");
-    assert!(out.ends_with("<!-- /bench:throughput -->\n"), "{out}");
+    assert!(out.ends_with("<!-- /bench:memory -->\n"), "{out}");
     assert!(out.contains("\n<!-- /bench:speed -->\nmid\n"), "{out}");
     assert!(!out.contains("STALE"), "the old table is replaced: {out}");
     assert!(
