@@ -103,6 +103,27 @@ async fn allocating_a_gibibyte_hits_the_memory_limit() {
 }
 
 #[tokio::test]
+async fn a_guest_past_its_stack_traps_and_says_so() {
+    let registry = registry_of(&[guests::HOSTILE_DEEP], Limits::default()).await;
+    // 128 KiB of its 256 KiB stack (piton's Rust guests' stack size) answers.
+    assert_eq!(
+        call_ok(&registry, "deep", json!({"kib": 128})).await,
+        ["128"]
+    );
+    // 512 KiB would have fit Rust's default of 1 MiB; here it runs off the stack,
+    // which traps (the stack lies first in memory), and the message says why.
+    let message = call_stops(&registry, "deep", json!({"kib": 512})).await;
+    assert!(message.contains("tool `deep` trapped"), "{message}");
+    assert!(
+        message.contains("most likely it ran out of stack"),
+        "{message}"
+    );
+    // The next call runs in a fresh instance, as before.
+    assert_eq!(call_ok(&registry, "deep", json!({"kib": 1})).await, ["1"]);
+    assert_host_alive().await;
+}
+
+#[tokio::test]
 async fn a_panic_traps_with_its_message() {
     let registry = registry_of(&[guests::HOSTILE_PANIC], Limits::default()).await;
     let message = call_stops(&registry, "panic", json!({})).await;

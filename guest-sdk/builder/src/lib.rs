@@ -33,6 +33,21 @@ pub const TARGET: &str = "wasm32-wasip2";
 /// The workspace profile guests are built with.
 const PROFILE: &str = "guest";
 
+/// The shadow stack a Rust guest is linked with: 256 KiB, where Rust's default for
+/// wasm is 1 MiB. The stack lies at the bottom of the guest's memory, and piton resets
+/// a memory's whole initial size after every call (a fresh instance per call): on 2
+/// cores, `word_count` took about 37 µs a call with 1 MiB, 23 µs with 256 KiB and
+/// 17 µs with 64 KiB. A guest that overflows its stack traps (the stack comes first, so
+/// it runs off the start of memory), it never corrupts its data.
+pub const STACK_SIZE: u32 = 256 << 10;
+
+/// The `cargo --config` value that links a `wasm32-wasip2` build with
+/// [`STACK_SIZE`]. It adds to the rustflags of the user's own Cargo config; a
+/// `RUSTFLAGS` in the environment replaces both, and so sets any other stack size.
+pub fn stack_config() -> String {
+    format!(r#"target.{TARGET}.rustflags=["-C", "link-arg=-zstack-size={STACK_SIZE}"]"#)
+}
+
 /// Guest crates to build, found as the subfolders of one folder.
 #[derive(Debug)]
 pub struct Guests {
@@ -136,7 +151,9 @@ fn build(packages: &[String]) -> Vec<Artifact> {
             TARGET,
             "--target-dir",
         ])
-        .arg(&target_dir);
+        .arg(&target_dir)
+        .arg("--config")
+        .arg(stack_config());
     if env::var_os("CARGO_NET_OFFLINE").is_some() {
         cmd.arg("--offline");
     }

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use super::project::{BuildError, Lang, Source, Toolchains, run};
 
-use piton_guest_builder::TARGET;
+use piton_guest_builder::{TARGET, stack_config};
 
 /// Builds the crate of `source` into `out`.
 pub(super) fn build(
@@ -31,7 +31,11 @@ pub(super) fn build(
             TARGET,
         ])
         .arg("--manifest-path")
-        .arg(&source.file);
+        .arg(&source.file)
+        // piton's stack size for guests (see STACK_SIZE): a user's RUSTFLAGS still
+        // replaces it.
+        .arg("--config")
+        .arg(stack_config());
     // What an outer cargo sets for a build script or a test it runs is about that
     // package, not this one. The user's own settings (CARGO_TARGET_DIR, RUSTFLAGS)
     // stay.

@@ -240,6 +240,14 @@ impl WasmTool {
             Trap::Resources(sandbox.table.max_capacity())
         } else {
             let mut message = root_message(&error);
+            if ran_out_of_stack(&error) {
+                message.push_str(&format!(
+                    " (it was recursing: most likely it ran out of stack; piton builds \
+                     Rust tools with {} KiB of stack, and building with RUSTFLAGS=\
+                     \"-C link-arg=-zstack-size=BYTES\" gives more)",
+                    piton_guest_builder::STACK_SIZE >> 10
+                ));
+            }
             if let Some(stderr) = sandbox.stderr.text() {
                 let tail: String = stderr
                     .trim_end()
@@ -495,6 +503,28 @@ pub(super) fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, piton_wit:
 
 /// The innermost cause of a wasmtime error: the trap or the reason, without the
 /// backtrace and context lines that wrap it.
+/// Whether a trap looks like the guest running out of stack: an access out of its
+/// memory's bounds while recursing (a backtrace of many frames among a few functions).
+/// A Rust or C guest's stack lies first in its memory, so overflowing it goes below
+/// address 0, which is out of bounds. wasmtime keeps the innermost 20 frames.
+fn ran_out_of_stack(error: &wasmtime::Error) -> bool {
+    /// A backtrace at least this long, of at most [`FEW`] functions, is recursion.
+    const LONG: usize = 16;
+    const FEW: usize = 3;
+    if error.downcast_ref::<wasmtime::Trap>() != Some(&wasmtime::Trap::MemoryOutOfBounds) {
+        return false;
+    }
+    let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() else {
+        return false;
+    };
+    let frames = backtrace.frames();
+    let functions: std::collections::BTreeSet<_> = frames
+        .iter()
+        .map(|f| (f.module().name(), f.func_index()))
+        .collect();
+    frames.len() >= LONG && functions.len() <= FEW
+}
+
 pub(super) fn root_message(error: &wasmtime::Error) -> String {
     match error.downcast_ref::<wasmtime::Trap>() {
         Some(trap) => trap.to_string(),
