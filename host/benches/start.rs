@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 
 #[path = "support/mod.rs"]
 mod support;
+use support::folders::{piton, serving};
 use support::{Summary, load_average, ms, record};
 
 /// Plugin counts to start with.
@@ -205,15 +206,7 @@ impl Served {
     fn start(plugins: &Path, cache: &Path, n: usize) -> Self {
         let cwd = plugins.parent().expect("a parent folder");
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_piton"))
-            .arg("serve")
-            .arg("--plugins")
-            .arg(plugins)
-            .current_dir(cwd)
-            .env("PITON_CACHE_DIR", cache)
-            .env_remove("PITON_PLUGINS")
-            .env_remove("PITON_CONFIG")
-            .env_remove("PITON_LOG")
+        let mut child = serving(&mut Command::new(piton()), &[], plugins, cwd, cache)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -42,16 +42,36 @@ impl Folders {
     }
 
     fn serve_args(&self, cmd: &mut std::process::Command, args: &[&str]) {
-        cmd.arg("serve")
-            .args(args)
-            .arg("--plugins")
-            .arg(self.plugins.path())
-            .current_dir(self.cwd.path())
-            .env("PITON_CACHE_DIR", cache_dir())
-            .env_remove("PITON_PLUGINS")
-            .env_remove("PITON_CONFIG")
-            .env_remove("PITON_LOG");
+        serving(
+            cmd,
+            args,
+            self.plugins.path(),
+            self.cwd.path(),
+            &cache_dir(),
+        );
     }
+}
+
+/// Makes `cmd` (whose program is, or runs, [`piton`]) `piton serve ARGS --plugins
+/// PLUGINS`, run in `cwd` with compiled components cached in `cache`, none of the
+/// user's `PITON_PLUGINS`, `PITON_CONFIG` or `PITON_LOG` applying: how every bench
+/// serves.
+pub fn serving<'c>(
+    cmd: &'c mut std::process::Command,
+    args: &[&str],
+    plugins: &Path,
+    cwd: &Path,
+    cache: &Path,
+) -> &'c mut std::process::Command {
+    cmd.arg("serve")
+        .args(args)
+        .arg("--plugins")
+        .arg(plugins)
+        .current_dir(cwd)
+        .env("PITON_CACHE_DIR", cache)
+        .env_remove("PITON_PLUGINS")
+        .env_remove("PITON_CONFIG")
+        .env_remove("PITON_LOG")
 }
 
 /// The `piton` served: this build's, or the one `$PITON_BENCH_SERVER` names (another
