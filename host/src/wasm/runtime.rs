@@ -24,9 +24,11 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// there faults in again: word_count writes 4 pages above its 1 MiB stack (5 faults a
 /// call). Each `madvise` also makes the kernel interrupt every other core running one
 /// of piton's threads to flush its TLB, so calls on two cores held each other up. A
-/// Rust guest's memory starts at 1 MiB and 64 KiB (its stack, then its data), a C
-/// guest's at 128 KiB: 2 MiB covers both, and their calls make no system call to
-/// reset memory. Measured on 2 cores (load 1.2-1.6), 64 KiB against 2 MiB: word_count
+/// Rust guest's memory starts with its stack, then its data: 1 MiB and 64 KiB with
+/// Rust's default stack, 320 KiB with the 256 KiB piton builds Rust tools with
+/// (`piton_guest_builder::STACK_SIZE`); a C guest's at 128 KiB. 2 MiB covers each,
+/// and their calls make no system call to reset memory. (The figures below are
+/// word_count with a 1 MiB stack.) Measured on 2 cores (load 1.2-1.6), 64 KiB against 2 MiB: word_count
 /// from 2 concurrent callers 21 000-23 000 calls/s against 45 000-46 000, with
 /// 500 000 TLB-flush interrupts in the run against 200; one caller alike (37-38 µs);
 /// tally-c (C) 144 µs a call against 90; text-js 1.45 ms against 1.50, notes-py
