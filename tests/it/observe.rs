@@ -101,15 +101,20 @@ async fn metrics_and_audit_records_follow_real_calls_over_http() {
         ("panic.wasm", guests::HOSTILE_PANIC),
         ("net_call.wasm", guests::HOSTILE_NET_CALL),
         ("read_env.wasm", guests::HOSTILE_READ_ENV),
+        ("fs_add_only.wasm", guests::HOSTILE_FS_ADD_ONLY),
     ]);
     let logs = tempfile::tempdir().expect("temp dir");
     let log = logs.path().join("audit.log");
+    let data = tempfile::tempdir().expect("temp dir");
+    std::fs::write(data.path().join("existing.txt"), "original").expect("write");
     let config = format!(
         "[audit]\nto = {log:?}\narguments = true\n\
          [tools.spin]\ntimeout = \"2s\"\n\
          [tools.net_call]\nnetwork = [{{ host = \"127.0.0.1:9\", headers = {{ Authorization = \
          \"Bearer ${{PITON_TEST_SECRET}}\" }} }}]\n\
-         [tools.read_env]\nenv = {{ API_TOKEN = \"{ENV_SECRET}\" }}\n"
+         [tools.read_env]\nenv = {{ API_TOKEN = \"{ENV_SECRET}\" }}\n\
+         [tools.fs_add_only]\nmounts = [{{ host = {data:?}, guest = \"/data\", mode = \"write\" }}]\n",
+        data = data.path(),
     );
     std::fs::write(folder.path().join("piton.toml"), config).expect("write piton.toml");
     let mut command = serve_http_command("127.0.0.1:0", Some(folder.path()), &[]);
@@ -144,6 +149,8 @@ async fn metrics_and_audit_records_follow_real_calls_over_http() {
     assert_eq!(answer["result"]["isError"], true, "refused: {answer}");
     let answer = call("read_env", json!({})).await;
     assert!(answer.to_string().contains(ENV_SECRET), "granted: {answer}");
+    let answer = call("fs_add_only", json!({"attack": "open_write"})).await;
+    assert!(answer.to_string().contains("denied"), "refused: {answer}");
     let answer = call("nope", json!({})).await;
     assert!(answer["error"].is_object(), "unknown: {answer}");
 
@@ -236,14 +243,14 @@ async fn metrics_and_audit_records_follow_real_calls_over_http() {
     assert_eq!(count("piton_unknown_tool_calls_total", &[]), 1.0);
     let compiled = count("piton_compile_cache_hits_total", &[])
         + count("piton_compile_cache_misses_total", &[]);
-    assert_eq!(compiled, 5.0, "one lookup per component file");
+    assert_eq!(compiled, 6.0, "one lookup per component file");
     assert_eq!(count("piton_audit_records_dropped_total", &[]), 0.0);
     assert!(
         !text.contains("tool=\"nope\""),
         "only tools of the registry are labels"
     );
 
-    let records = records(&log, 8);
+    let records = records(&log, 9);
     let whole = std::fs::read_to_string(&log).expect("the log");
     for secret in [HEADER_SECRET, ENV_SECRET] {
         assert!(
@@ -329,6 +336,17 @@ async fn metrics_and_audit_records_follow_real_calls_over_http() {
     );
     assert_eq!(refused["arguments"], denied, "{refused}");
 
+    let fs = the_record(&records, "fs_add_only", "ok");
+    let mounts = &fs["granted"]["mounts"];
+    assert_eq!(mounts[0]["guest"], "/data", "{fs}");
+    assert_eq!(mounts[0]["access"], "add_only", "{fs}");
+    let denial = &fs["denials"][0];
+    assert_eq!(denial["capability"], "fs", "{fs}");
+    assert_eq!(denial["target"], "existing.txt", "{fs}");
+    assert!(
+        denial["why"].as_str().unwrap_or("").contains("existed"),
+        "{fs}"
+    );
     let env = the_record(&records, "read_env", "ok");
     assert_eq!(env["granted"]["env"], json!(["API_TOKEN"]), "{env}");
     let unknown = the_record(&records, "nope", "unknown_tool");
