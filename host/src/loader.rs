@@ -389,7 +389,8 @@ impl Loader {
 
     /// Closes every upstream server's connection, so stdio servers and their process
     /// groups end before the program does (dropping them at exit would leave that to
-    /// a task that never runs). A later load connects again.
+    /// a task that never runs), and waits (a few seconds at most) until the audit
+    /// records of calls that have ended are written. A later load connects again.
     pub async fn close(&self) {
         let servers: Vec<UpstreamServer> = self
             .upstreams
