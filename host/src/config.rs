@@ -18,14 +18,15 @@
 //! read_only = true         # and hints, which can only be made narrower
 //! ```
 //!
-//! `[mcp.NAME]` sections for upstream MCP servers (see [`UpstreamConfig`]), and a
-//! `[runtime]` table sizing the wasm runtime (see [`RuntimeSettings`]).
+//! `[mcp.NAME]` upstream MCP servers ([`UpstreamConfig`]), `[runtime]` sizing the wasm
+//! runtime ([`RuntimeSettings`]) and `[audit]`, the audit log ([`AuditSettings`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::audit_settings::{AuditSettings, RawAudit};
 use crate::grants::{Grants, Mount, MountMode, NetGrant};
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
@@ -35,8 +36,7 @@ pub use crate::runtime_settings::RuntimeSettings;
 use crate::tool::check_tool_name;
 use crate::upstream::config::{RawMcp, parse_mcp};
 pub use crate::upstream::config::{UpstreamConfig, UpstreamConnect};
-use piton_wit::Hint;
-use piton_wit::Hints;
+use piton_wit::{Hint, Hints};
 
 /// A parsed piton.toml.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -49,6 +49,8 @@ pub struct Config {
     pub mcp: BTreeMap<String, UpstreamConfig>,
     /// The `[runtime]` table: the instance pool and the bound on waiting calls.
     pub runtime: RuntimeSettings,
+    /// The `[audit]` table: where the audit log goes.
+    pub audit: AuditSettings,
 }
 
 /// What piton.toml says about one tool.
@@ -104,6 +106,8 @@ struct RawConfig {
     mcp: BTreeMap<String, RawMcp>,
     #[serde(default)]
     runtime: RawRuntime,
+    #[serde(default)]
+    audit: RawAudit,
 }
 
 #[derive(Deserialize)]
@@ -182,11 +186,13 @@ impl Config {
             mcp.insert(name, server);
         }
         let runtime = RuntimeSettings::parse(raw.runtime).map_err(|(k, m)| fail(k, m))?;
+        let audit = AuditSettings::parse(raw.audit, base).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
             mcp,
             runtime,
+            audit,
         })
     }
 }
@@ -324,9 +330,7 @@ fn parse_net_entry(
     let Some(host) = host else {
         return fail(".host", format!("is missing; {example}"));
     };
-    let mut grant = parse_net_grant(&host, &headers, env)?;
-    grant.tcp = tcp;
-    Ok(grant)
+    parse_net_grant(&host, &headers, env).map(|grant| NetGrant { tcp, ..grant })
 }
 
 fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {

@@ -91,12 +91,19 @@ impl fmt::Debug for NetGrant {
     }
 }
 
+impl NetGrant {
+    /// `host:port` (an IPv6 address in brackets), without headers or flags.
+    pub fn authority(&self) -> String {
+        match self.host {
+            Host::Ip(IpAddr::V6(ip)) => format!("[{ip}]:{}", self.port),
+            _ => format!("{}:{}", self.host, self.port),
+        }
+    }
+}
+
 impl fmt::Display for NetGrant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.host {
-            Host::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port)?,
-            _ => write!(f, "{}:{}", self.host, self.port)?,
-        }
+        f.write_str(&self.authority())?;
         for (name, _) in &self.headers {
             write!(f, " +{name}")?;
         }

@@ -30,6 +30,7 @@
 //! ```
 
 mod approve;
+mod audit_settings;
 pub mod build;
 mod bundled;
 pub mod cli;
@@ -39,6 +40,7 @@ pub mod grants;
 mod group;
 mod limits;
 pub mod loader;
+pub mod observe;
 mod parse;
 pub mod plugins;
 pub mod protected;
@@ -53,6 +55,7 @@ pub mod upstream;
 pub mod wasm;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
+pub use audit_settings::{AuditSettings, AuditTo};
 pub use error::{CallError, LoadError, LoadErrorKind, Trap};
 pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup, check_group_name};
 pub use limits::{Limits, OnTrap, format_size};

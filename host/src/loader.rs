@@ -34,12 +34,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::audit_settings::AuditSettings;
 use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
 use crate::limits::format_size;
+use crate::observe::{ObserveError, Observer};
 use crate::plugins::{self, FolderError, PluginsAt, Watched};
 use crate::protected::Protected;
 use crate::registry::Registry;
@@ -75,6 +77,9 @@ pub struct Loader {
     /// Whether the runtime was sized from piton.toml's `[runtime]` table (the CLI),
     /// so that a table removed since is a change too; else the program sized it.
     sized_by_config: bool,
+    /// The metrics and audit log of every registry loaded, made at the first load
+    /// from its `[audit]` table, with that table.
+    observer: Mutex<Option<(AuditSettings, Arc<Observer>)>>,
 }
 
 impl std::fmt::Debug for Loader {
@@ -113,6 +118,9 @@ pub enum LoaderError {
     /// The plugins folder cannot be read.
     #[error(transparent)]
     Folder(#[from] FolderError),
+    /// The metrics or the audit log cannot be set up.
+    #[error("{0}")]
+    Observe(String),
 }
 
 impl Loader {
@@ -127,6 +135,7 @@ impl Loader {
             config: ConfigFrom::Beside,
             upstreams: Mutex::new(BTreeMap::new()),
             sized_by_config: false,
+            observer: Mutex::new(None),
         }
     }
 
@@ -212,6 +221,7 @@ impl Loader {
     pub async fn load(&self) -> Result<Loaded, LoaderError> {
         let config = self.read_config()?;
         let mut loaded = Loaded::default();
+        let observer = self.observer_for(&config, &mut loaded.warnings)?;
         loaded.warnings.extend(self.runtime_not_as_set(&config));
         for server in self.upstreams_of(&config) {
             let added = server.and_then(|server| loaded.registry.add_group(server));
@@ -244,7 +254,49 @@ impl Loader {
             .filter(|name| !used.contains(*name))
             .cloned()
             .collect();
+        loaded.registry.set_observer(observer);
         Ok(loaded)
+    }
+
+    /// The observer every registry of this loader reports to: made at the first
+    /// load from `config`'s `[audit]` table (opening the audit log), kept after. A
+    /// table changed since is a warning: it takes effect at restart.
+    fn observer_for(
+        &self,
+        config: &Config,
+        warnings: &mut Vec<String>,
+    ) -> Result<Arc<Observer>, LoaderError> {
+        let mut made = self.observer.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((settings, observer)) = &*made {
+            if *settings != config.audit {
+                warnings.push(
+                    "piton.toml [audit] takes effect when piton starts, not at a reload; \
+                     restart piton to apply it"
+                        .to_owned(),
+                );
+            }
+            return Ok(observer.clone());
+        }
+        let observer = Observer::new(&config.audit, self.runtime.cache_counts()).map_err(|e| {
+            let file = self.config_file().unwrap_or_else(|| "piton.toml".into());
+            LoaderError::Observe(match e {
+                ObserveError::Audit { .. } => format!(
+                    "{}: audit.to: {e}; give a file piton can create or append to (its \
+                     folder must exist), or to = \"stderr\"",
+                    file.display()
+                ),
+                other => other.to_string(),
+            })
+        })?;
+        *made = Some((config.audit.clone(), observer.clone()));
+        Ok(observer)
+    }
+
+    /// The observer of the registries loaded so far (none before the first load):
+    /// their metrics, and the audit log.
+    pub fn observer(&self) -> Option<Arc<Observer>> {
+        let made = self.observer.lock().unwrap_or_else(PoisonError::into_inner);
+        made.as_ref().map(|(_, observer)| observer.clone())
     }
 
     /// `tool` with its `[tools.NAME]` settings of `config`, if any (its name then
@@ -337,7 +389,8 @@ impl Loader {
 
     /// Closes every upstream server's connection, so stdio servers and their process
     /// groups end before the program does (dropping them at exit would leave that to
-    /// a task that never runs). A later load connects again.
+    /// a task that never runs), and waits (a few seconds at most) until the audit
+    /// records of calls that have ended are written. A later load connects again.
     pub async fn close(&self) {
         let servers: Vec<UpstreamServer> = self
             .upstreams
@@ -347,6 +400,10 @@ impl Loader {
             .map(|(_, server)| server.clone())
             .collect();
         futures::future::join_all(servers.iter().map(|server| server.close())).await;
+        // The records of calls that ended are written before the program ends.
+        if let Some(observer) = self.observer() {
+            let _ = tokio::task::spawn_blocking(move || observer.flush()).await;
+        }
     }
 
     fn read_config(&self) -> Result<Config, ConfigError> {

@@ -1,7 +1,7 @@
 //! The tool map: names to tools and tool groups, and the call path every tool
 //! shares (find, check the arguments, narrow the hints, approve, run).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::error::{CallError, LoadError, LoadErrorKind};
 use crate::group::{CheckedTool, DynGroup, ToolGroup, check_group_name};
+use crate::observe::{Approval, Facts, Observer};
 use crate::tool::{Args, DynTool, Tool, ToolError, ToolResult};
 use piton_wit::Hints;
 
@@ -25,6 +26,9 @@ pub struct Registry {
     tools: BTreeMap<String, Arc<CheckedTool>>,
     groups: BTreeMap<String, DynGroup>,
     approver: Option<Arc<dyn Approver>>,
+    observer: Option<Arc<Observer>>,
+    /// The metric handles of the tools loaded here, made once (see `observe`).
+    stats: HashMap<String, crate::observe::ToolStats>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -84,6 +88,9 @@ impl Registry {
                  rename the tool (piton.toml [tools.NAME] name = ...)",
                 group.described()
             ))));
+        }
+        if let Some(observer) = &self.observer {
+            self.stats.insert(name.clone(), observer.tool_stats(name));
         }
         self.tools.insert(name.clone(), Arc::new(checked));
         Ok(())
@@ -150,6 +157,24 @@ impl Registry {
     /// before calls that are not read-only: see [`AllowByReadOnly`](crate::approve::AllowByReadOnly)).
     pub fn set_approver(&mut self, approver: impl Approver + 'static) {
         self.approver = Some(Arc::new(approver));
+    }
+
+    /// Counts every call in `observer`'s metrics and writes its audit record, from
+    /// now on. The metric series of tools `observer` knows that this registry lacks
+    /// are dropped (a reload left them out).
+    pub fn set_observer(&mut self, observer: Arc<Observer>) {
+        self.stats = self
+            .tools
+            .keys()
+            .map(|name| (name.clone(), observer.tool_stats(name)))
+            .collect();
+        observer.keep_only(&self.names());
+        self.observer = Some(observer);
+    }
+
+    /// The observer set by [`Registry::set_observer`].
+    pub fn observer(&self) -> Option<&Arc<Observer>> {
+        self.observer.as_ref()
     }
 
     /// The tool called `name` if it is loaded here, without listing any group.
@@ -256,8 +281,42 @@ impl Registry {
     /// Arguments that are not a JSON object, or that break the input schema, are an
     /// input error and the tool is never entered. `Ok` holds what the model gets
     /// (content or an error result); `Err` stops the run (unknown tool, trap).
+    ///
+    /// With an [`Observer`], the call is counted in its metrics and gets an audit
+    /// record, whatever its outcome.
     pub async fn call(&self, name: &str, args: Value) -> Result<ToolResult, CallError> {
-        let entry = self.entry(name, false).await?;
+        let Some(observer) = self.observer.as_deref() else {
+            let entry = self.entry(name, false).await?;
+            return self
+                .call_entry(&entry, name, args, &mut Facts::default())
+                .await;
+        };
+        let mut watch = observer.watch(name, &args);
+        let entry = match self.entry(name, false).await {
+            Ok(entry) => entry,
+            Err(error) => {
+                let result = Err(error);
+                watch.finish(&result);
+                return result;
+            }
+        };
+        watch.found(entry.tool().as_ref(), self.stats.get(name));
+        let notes = watch.notes();
+        let result = notes
+            .around(self.call_entry(&entry, name, args, &mut watch.facts))
+            .await;
+        watch.finish(&result);
+        result
+    }
+
+    /// Calls the tool of `entry`; `facts` learns the call's hints and approval.
+    async fn call_entry(
+        &self,
+        entry: &CheckedTool,
+        name: &str,
+        args: Value,
+        facts: &mut Facts,
+    ) -> Result<ToolResult, CallError> {
         if !args.is_object() {
             return Ok(Err(not_an_object(&args)));
         }
@@ -269,18 +328,21 @@ impl Registry {
             other => return Ok(Err(not_an_object(&other))),
         };
         let hints = call_hints(entry.tool().as_ref(), &args).await?;
+        facts.hints = Some(hints);
         if let Some(approver) = &self.approver {
             let request = ApprovalRequest {
                 tool: entry.tool().as_ref(),
                 args: &args,
                 hints,
             };
-            if let Decision::Deny(reason) = approver.approve(&request).await {
+            let decision = approver.approve(&request).await;
+            if let Decision::Deny(reason) = decision {
                 tracing::info!(tool = name, %reason, "call not approved");
-                return Ok(Err(ToolError::Failed(format!(
-                    "the call was not approved: {reason}"
-                ))));
+                let error = format!("the call was not approved: {reason}");
+                facts.approval = Approval::Deny(reason);
+                return Ok(Err(ToolError::Failed(error)));
             }
+            facts.approval = Approval::Allow;
         }
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.

@@ -11,6 +11,7 @@ mod loading;
 mod mcp_client;
 mod net;
 mod net_http;
+mod observe;
 mod peers;
 mod protected;
 mod registry;

@@ -1,6 +1,6 @@
 //! `piton serve --http ADDR`: the served registry over MCP's Streamable HTTP at
 //! `/mcp`, one [`Session`] per session (rmcp's [`StreamableHttpService`]), on
-//! hyper.
+//! hyper; and beside it `/healthz`, `/readyz` and `/metrics` (see `probes`).
 //!
 //! DNS-rebinding protection: a request whose `Host` (or a present `Origin`) does not
 //! name this server by its bound address gets 403 before anything else looks at
@@ -33,6 +33,7 @@ use tokio::task::JoinSet;
 use super::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
 use super::ends_with_answer::EndsWithAnswer;
 use super::limits::HttpLimits;
+use super::probes;
 use super::served::Served;
 use super::session::{ServeError, Session};
 use super::sessions::{self, BoundedSessions};
@@ -72,6 +73,7 @@ pub async fn serve_http(
         .disable_allowed_origins()
         .with_max_request_body_bytes(MAX_BODY);
     let sessions_end = config.cancellation_token.clone();
+    let probed = served.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(Session::new(served.clone())),
         Arc::new(BoundedSessions::new(
@@ -84,6 +86,7 @@ pub async fn serve_http(
         check: HostCheck::new(bound),
         mcp,
         limits,
+        served: probed,
     });
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -245,6 +248,7 @@ struct App {
     check: HostCheck,
     mcp: StreamableHttpService<Session, BoundedSessions>,
     limits: HttpLimits,
+    served: Arc<Served>,
 }
 
 impl App {
@@ -252,6 +256,18 @@ impl App {
         if let Err(why) = self.check.check(request.uri(), request.headers()) {
             tracing::warn!(why, "refused a request (possible DNS rebinding)");
             return text(StatusCode::FORBIDDEN, format!("Forbidden: {why}"));
+        }
+        if let Some(probe) = probes::answer(request.method(), request.uri().path(), &self.served) {
+            let mut response = text(probe.status, probe.body);
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static(probe.content_type),
+            );
+            if let Some(allow) = probe.allow {
+                headers.insert(header::ALLOW, header::HeaderValue::from_static(allow));
+            }
+            return response;
         }
         if request.uri().path() != MCP_PATH {
             return text(

@@ -13,6 +13,7 @@ mod lean;
 #[cfg(test)]
 mod lean_tests;
 mod limits;
+mod probes;
 mod served;
 mod session;
 mod sessions;
@@ -20,5 +21,6 @@ mod wire;
 
 pub use http::{HostCheck, MAX_BODY, MCP_PATH, serve_http};
 pub use limits::HttpLimits;
+pub use probes::{HEALTH_PATH, METRICS_PATH, READY_PATH};
 pub use served::Served;
 pub use session::{ServeError, Session, serve};

@@ -3,6 +3,7 @@
 //! every session watches to send `notifications/tools/list_changed`.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tokio::sync::watch;
@@ -23,6 +24,9 @@ pub struct Served {
     upstreams: Mutex<Option<JoinHandle<()>>>,
     /// Never sent: dropped with this, which wakes whoever follows changes for it.
     alive: watch::Sender<()>,
+    /// Whether `/readyz` says ready: from the start (the registry is loaded) until
+    /// [`Served::set_ready`] says otherwise (shutdown has begun).
+    ready: AtomicBool,
 }
 
 impl std::fmt::Debug for Served {
@@ -43,6 +47,7 @@ impl Served {
             generation: Arc::new(watch::Sender::new(0)),
             upstreams: Mutex::new(None),
             alive: watch::Sender::new(()),
+            ready: AtomicBool::new(true),
         });
         served.follow(&served.registry());
         served
@@ -55,6 +60,18 @@ impl Served {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Whether `piton serve --http` answers `/readyz` with 200 (ready) or 503. A
+    /// server is ready once its registry is loaded; a shutdown that begins turns this
+    /// off first, so a load balancer stops sending it requests.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+
+    /// Whether `/readyz` says ready; see [`Served::set_ready`].
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
     }
 
     /// Serves `registry` from now on and tells every session the tools changed.

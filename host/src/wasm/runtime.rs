@@ -11,6 +11,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::cache::CompileCache;
 use super::sandbox::Sandbox;
+use crate::observe::CacheCounts;
 use crate::runtime_settings::RuntimeSettings;
 
 /// How often the epoch advances: the granularity of deadlines, and how often a
@@ -133,6 +134,8 @@ pub(crate) struct Inner {
     /// Compiles asked for and finished since the runtime was made: [`Compiles`].
     compiles_asked: AtomicU32,
     compiles_done: AtomicU32,
+    /// Compile cache hits and misses, for the metrics.
+    cache_counts: Arc<CacheCounts>,
     /// Calls admitted (running or waiting for a slot), at most `max_in_flight`.
     in_flight: AtomicU32,
     max_in_flight: u32,
@@ -248,6 +251,7 @@ impl WasmRuntime {
                 compile_jobs: tokio::sync::Semaphore::new(cores),
                 compiles_asked: AtomicU32::new(0),
                 compiles_done: AtomicU32::new(0),
+                cache_counts: Arc::default(),
                 in_flight: AtomicU32::new(0),
                 max_in_flight: n.saturating_add(config.queued()),
                 config,
@@ -285,10 +289,21 @@ impl WasmRuntime {
     /// The component whose bytes hash to `sha256`, if the compile cache holds it.
     /// Blocking: it maps the file.
     pub(crate) fn cached(&self, sha256: &str) -> Option<Component> {
-        self.inner
+        let found = self
+            .inner
             .cache
             .as_ref()
-            .and_then(|cache| cache.get(&self.inner.engine, sha256))
+            .and_then(|cache| cache.get(&self.inner.engine, sha256));
+        if found.is_some() {
+            self.inner.cache_counts.hit();
+        }
+        found
+    }
+
+    /// Compile cache hits (components taken from the cache) and misses (components
+    /// compiled) since the runtime was made.
+    pub fn cache_counts(&self) -> Arc<CacheCounts> {
+        self.inner.cache_counts.clone()
     }
 
     /// Compiles `bytes` (whose hash is `sha256`) when a compile job is free, and
@@ -299,6 +314,7 @@ impl WasmRuntime {
         sha256: String,
     ) -> wasmtime::Result<Component> {
         self.inner.compiles_asked.fetch_add(1, Ordering::Relaxed);
+        self.inner.cache_counts.miss();
         let _finished = Finished(&self.inner.compiles_done);
         let _job = self.inner.compile_jobs.acquire().await?;
         let runtime = self.clone();

@@ -16,6 +16,7 @@ use super::net::{HasNet, NetState, NetView};
 use super::output::CapturedOutput;
 use crate::grants::Capabilities;
 use crate::limits::Limits;
+use crate::observe::notes::Denials;
 
 /// Table elements a guest may have: far above what real tools use (a Rust guest has
 /// a few hundred), far below what would strain the host.
@@ -62,6 +63,8 @@ impl Sandbox {
         caps: &Capabilities,
         pins: &Pins,
     ) -> Result<Self, SandboxError> {
+        // The call's observer (if any) hears of its denials and grants.
+        let denials = Denials::for_sandbox(caps);
         let stdout = CapturedOutput::new(limits.max_log);
         let stderr = CapturedOutput::new(limits.max_log);
         let mut wasi = WasiCtxBuilder::new();
@@ -75,9 +78,10 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }))
             .envs(&caps.env);
-        let fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)
+        let mut fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)
             .map_err(SandboxError)?;
-        let mut net = super::net::configure(&mut wasi, &caps.network, caps.net_access);
+        fs.denials = denials.clone();
+        let mut net = super::net::configure(&mut wasi, &caps.network, caps.net_access, denials);
         let fds = CallFds::default();
         net.http.set_field_size_limit(MAX_FIELDS_SIZE);
         net.hooks.count_connections(fds.counter());

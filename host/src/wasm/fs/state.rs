@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::pin::{self, Identity};
 use super::quota;
+use crate::observe::notes::Denials;
 
 /// An add-only descriptor the guest holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +40,8 @@ pub(crate) struct FsState {
     pub(super) new_entries: quota::NewEntries,
     /// The folder listings the call holds open.
     pub(super) listings: quota::Listings,
+    /// Where refusals are reported (the call's observer).
+    pub(crate) denials: Denials,
 }
 
 impl FsState {

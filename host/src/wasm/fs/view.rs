@@ -18,6 +18,7 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 use super::pin::Identity;
 use super::quota::QuotaExceeded;
 use super::state::{FsState, Node};
+use crate::observe::notes::Capability;
 
 /// The filesystem functions' view of one call: wasmtime-wasi's, plus the add-only
 /// bookkeeping.
@@ -47,6 +48,13 @@ fn identity(hash: MetadataHashValue) -> Identity {
 }
 
 impl FsView<'_> {
+    /// Refuses, reporting `path` (as the guest named it) and `why` to the call's
+    /// observer.
+    fn deny<T>(&self, path: &str, why: &'static str) -> FsResult<T> {
+        self.state.denials.deny(Capability::Fs, &path, why);
+        denied()
+    }
+
     fn is_add_only(&self, fd: &Resource<Descriptor>) -> bool {
         self.state.is_add_only(fd.rep())
     }
@@ -57,7 +65,10 @@ impl FsView<'_> {
     fn may_modify(&self, fd: &Resource<Descriptor>) -> FsResult<()> {
         match self.state.node(fd.rep()) {
             None | Some(Node::File { created: true }) => Ok(()),
-            Some(Node::Dir | Node::File { created: false }) => denied(),
+            Some(Node::Dir | Node::File { created: false }) => self.deny(
+                "(a file or folder the guest holds open)",
+                "add-only: changing what existed before the call",
+            ),
         }
     }
 
@@ -152,7 +163,10 @@ impl FsView<'_> {
             .metadata_hash_at(again(&fd), path_flags, path.clone())
             .await?;
         if !self.state.was_created(identity(hash)) {
-            return denied();
+            return self.deny(
+                &path,
+                "add-only: writing to a file that existed before the call",
+            );
         }
         // Truncated below, once the handle is known to be the file checked.
         let open = oflags & !OpenFlags::TRUNCATE;
@@ -191,7 +205,10 @@ impl FsView<'_> {
             .metadata_hash_at(again(&fd), path_flags, path.clone())
             .await?;
         if !self.state.was_created(identity(hash)) {
-            return denied();
+            return self.deny(
+                &path,
+                "add-only: changing a file that existed before the call",
+            );
         }
         let file = (self.inner)
             .open_at(
@@ -409,7 +426,7 @@ impl HostDescriptor for FsView<'_> {
         // it, and a link between mounts would carry a file across their rules.
         // Neither side may be add-only.
         if self.is_add_only(&fd) || self.is_add_only(&new_descriptor) {
-            return denied();
+            return self.deny(&new_path, "add-only: a hard link in an add-only mount");
         }
         self.state.new_entries.allow()?;
         (self.inner)
@@ -440,9 +457,27 @@ impl HostDescriptor for FsView<'_> {
             self.open_add_only(fd, path_flags, path, oflags, flags)
                 .await?
         } else {
-            (self.inner)
+            let writes = flags.contains(DescriptorFlags::WRITE)
+                || oflags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
+            let named = writes.then(|| path.clone());
+            match (self.inner)
                 .open_at(fd, path_flags, path, oflags, flags)
-                .await?
+                .await
+            {
+                Ok(new) => new,
+                Err(error) => {
+                    if let Some(path) = named
+                        && is_code(&error, ErrorCode::NotPermitted)
+                    {
+                        self.state.denials.deny(
+                            Capability::Fs,
+                            &path,
+                            "writing where this call's access to the mount is read-only",
+                        );
+                    }
+                    return Err(error);
+                }
+            }
         };
         self.fds.hold_descriptor(new.rep(), token);
         if creates {
@@ -466,7 +501,7 @@ impl HostDescriptor for FsView<'_> {
         path: String,
     ) -> FsResult<()> {
         if self.is_add_only(&fd) {
-            return denied();
+            return self.deny(&path, "add-only: removing a folder");
         }
         self.inner.remove_directory_at(fd, path).await
     }
@@ -480,7 +515,7 @@ impl HostDescriptor for FsView<'_> {
     ) -> FsResult<()> {
         // A rename removes the old name and may replace what the new name held.
         if self.is_add_only(&fd) || self.is_add_only(&new_fd) {
-            return denied();
+            return self.deny(&old_path, "add-only: renaming in an add-only mount");
         }
         self.inner.rename_at(fd, old_path, new_fd, new_path).await
     }
@@ -493,7 +528,7 @@ impl HostDescriptor for FsView<'_> {
     ) -> FsResult<()> {
         // A new link could later be written through to a file that existed.
         if self.is_add_only(&fd) {
-            return denied();
+            return self.deny(&dest_path, "add-only: a symbolic link in an add-only mount");
         }
         self.state.new_entries.allow()?;
         self.inner.symlink_at(fd, src_path, dest_path).await?;
@@ -503,7 +538,7 @@ impl HostDescriptor for FsView<'_> {
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         if self.is_add_only(&fd) {
-            return denied();
+            return self.deny(&path, "add-only: deleting a file");
         }
         self.inner.unlink_file_at(fd, path).await
     }

@@ -108,6 +108,8 @@ impl Host for LookupView<'_> {
             Lookup::Refused(code) => {
                 // Debug-quoted: the name is the guest's and could hold newlines.
                 tracing::debug!(name = ?name, "name lookup refused");
+                self.policy
+                    .denied(&name, "a name lookup of a name no grant names");
                 return Err(code.into());
             }
             Lookup::Literal(ip) => LookupStream::Ready(Ok(vec![ip].into_iter())),

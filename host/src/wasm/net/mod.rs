@@ -35,19 +35,21 @@ use wasmtime::component::Linker;
 use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::grants::{NetAccess, NetGrant};
+use crate::observe::notes::Denials;
 
 pub(crate) use policy::Policy;
 pub(crate) use view::{HasNet, NetState, NetView};
 
 /// Configures sockets for `grants`; none: no network at all (the builder's deny-all
-/// settings stay as they are). Raw TCP is switched on only when a grant opts in to it
+/// settings stay as they are). Refusals are reported to `denials`. Raw TCP is switched on only when a grant opts in to it
 /// (`tcp = true`): every other grant is HTTP(S) only, through wasi:http.
 pub(crate) fn configure(
     wasi: &mut WasiCtxBuilder,
     grants: &[NetGrant],
     access: NetAccess,
+    denials: Denials,
 ) -> NetState {
-    let state = NetState::new(Policy::new(grants, access));
+    let state = NetState::new(Policy::new(grants, access).reporting_to(denials));
     if grants.iter().any(|g| g.tcp) {
         let policy = state.policy.clone();
         // wasmtime-wasi's own name lookup stays off: `dns` replaces it, and with the

@@ -143,6 +143,7 @@ async fn send(
             // Debug-quoted: the method is the guest's.
             let method = request.method().as_str();
             tracing::debug!(host, port, method = ?method, reason, "HTTP request denied");
+            policy.denied(&format_args!("{host}:{port}"), reason);
             drain(request.body_mut()).await;
             return Err(Error::HttpRequestDenied);
         }

@@ -13,6 +13,7 @@ use wasmtime_wasi::sockets::SocketAddrUse;
 
 use super::addr::is_public;
 use crate::grants::{Host, NetAccess, NetGrant};
+use crate::observe::notes::{Capability, Denials};
 
 /// Resolves one name to its addresses, blocking: the system resolver, or a fake one
 /// in tests. It runs on a thread of its own, never on tokio's blocking pool (which
@@ -63,6 +64,8 @@ pub(crate) struct Policy {
     /// This call's places for running lookups.
     lookups: Arc<tokio::sync::Semaphore>,
     resolver: Resolver,
+    /// Where refusals are reported (the call's observer).
+    denials: Denials,
 }
 
 impl Policy {
@@ -81,7 +84,19 @@ impl Policy {
             resolved: Mutex::default(),
             lookups: Arc::new(tokio::sync::Semaphore::new(MAX_LOOKUPS_PER_CALL)),
             resolver,
+            denials: Denials::default(),
         }
+    }
+
+    /// This policy, reporting what it refuses to `denials`.
+    pub(crate) fn reporting_to(mut self, denials: Denials) -> Self {
+        self.denials = denials;
+        self
+    }
+
+    /// Reports a refusal of `target` (host:port, or a name) for `why`.
+    pub(super) fn denied(&self, target: &dyn std::fmt::Display, why: &'static str) {
+        self.denials.deny(Capability::Net, target, why);
     }
 
     /// No grants: no network at all.
@@ -100,6 +115,10 @@ impl Policy {
                 let allowed = self.reachable(addr, true).await;
                 if !allowed {
                     tracing::debug!(%addr, "connection refused: no grant with tcp = true");
+                    self.denied(
+                        &addr,
+                        "raw TCP to an address no grant with tcp = true reaches",
+                    );
                 }
                 allowed
             }

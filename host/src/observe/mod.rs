@@ -1,0 +1,363 @@
+//! What an operator sees of the calls: Prometheus metrics and the audit log.
+//!
+//! An [`Observer`] is made from piton.toml's `[audit]` table (the
+//! [`Loader`](crate::loader::Loader) makes one and hands it to each registry it
+//! builds). [`Registry::call`](crate::registry::Registry::call), the one call path of
+//! every transport and of `piton call`, wraps each call in a [`Watch`]: it counts the
+//! call in its tool's metrics and, when the call ends (or is dropped), writes its
+//! audit record. The sandbox reports denials and grants through the call's
+//! [`notes`].
+
+mod audit;
+mod metrics;
+pub(crate) mod notes;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use serde_json::Value;
+
+use crate::audit_settings::AuditSettings;
+use crate::error::{CallError, Trap};
+use crate::tool::{Tool, ToolError, ToolResult};
+pub(crate) use audit::Approval;
+use audit::{AuditLog, Record};
+pub use metrics::CacheCounts;
+pub(crate) use metrics::ToolStats;
+use metrics::{ErrorKind, InFlight, Metrics};
+use notes::Notes;
+use piton_wit::Hints;
+
+/// Metrics and the audit log, shared by every registry a loader builds.
+pub struct Observer {
+    metrics: Metrics,
+    audit: Option<AuditLog>,
+    cache: Arc<CacheCounts>,
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observer")
+            .field("audit", &self.audit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an [`Observer`] could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ObserveError {
+    /// The audit log named in piton.toml cannot be opened.
+    #[error("cannot open the audit log {to}: {error}")]
+    Audit {
+        /// Where it was to go.
+        to: String,
+        /// Why not.
+        error: std::io::Error,
+    },
+    /// The metrics could not be set up.
+    #[error("cannot set up the metrics: {0}")]
+    Metrics(String),
+}
+
+impl Observer {
+    /// Metrics, and the audit log `settings` asks for (opened now); `cache` is
+    /// where the runtime counts compile cache hits and misses.
+    pub fn new(
+        settings: &AuditSettings,
+        cache: Arc<CacheCounts>,
+    ) -> Result<Arc<Self>, ObserveError> {
+        let metrics = Metrics::new().map_err(|e| ObserveError::Metrics(e.to_string()))?;
+        let audit = AuditLog::open(settings).map_err(|error| ObserveError::Audit {
+            to: settings
+                .to
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            error,
+        })?;
+        Ok(Arc::new(Self {
+            metrics,
+            audit,
+            cache,
+        }))
+    }
+
+    /// Every metric in Prometheus' text format (what `/metrics` serves).
+    pub fn metrics_text(&self) -> String {
+        self.metrics.render(&self.cache)
+    }
+
+    /// Waits (a few seconds at most) until the audit records of calls that have
+    /// ended are written. Blocking.
+    pub fn flush(&self) {
+        if let Some(audit) = &self.audit {
+            audit.flush();
+        }
+    }
+
+    /// The metric handles of the tool called `name`.
+    pub(crate) fn tool_stats(&self, name: &str) -> ToolStats {
+        self.metrics.tool(name)
+    }
+
+    /// Drops the series of every tool not in `names`: a reload left them out.
+    pub(crate) fn keep_only(&self, names: &[String]) {
+        for name in self.metrics.tools() {
+            if names.binary_search(&name).is_err() {
+                self.metrics.forget(&name);
+            }
+        }
+    }
+
+    /// Starts watching a call of `name` with `args`.
+    pub(crate) fn watch<'a>(&'a self, name: &'a str, args: &Value) -> Watch<'a> {
+        let args = self.audit.as_ref().map(|audit| {
+            (
+                audit::arguments_sha256(args),
+                audit.arguments.then(|| args.clone()),
+            )
+        });
+        Watch {
+            observer: self,
+            name,
+            started: Instant::now(),
+            notes: Notes::new(self.audit.is_some()),
+            stats: None,
+            in_flight: None,
+            args,
+            source: None,
+            facts: Facts::default(),
+            done: false,
+        }
+    }
+}
+
+/// What the call path learns of a call on the way: its hints and the approver's
+/// decision.
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    /// The call's hints, once known.
+    pub(crate) hints: Option<Hints>,
+    /// What the approver said.
+    pub(crate) approval: Approval,
+}
+
+/// One call being watched; it writes the call's record when it ends, or when it is
+/// dropped first (the call was cancelled).
+pub(crate) struct Watch<'a> {
+    observer: &'a Observer,
+    name: &'a str,
+    started: Instant,
+    notes: Arc<Notes>,
+    stats: Option<Cow<'a, ToolStats>>,
+    in_flight: Option<InFlight>,
+    /// With an audit log: the arguments' hash, and the arguments if wanted.
+    args: Option<(String, Option<Value>)>,
+    source: Option<String>,
+    /// Filled in by the call path.
+    pub(crate) facts: Facts,
+    done: bool,
+}
+
+impl<'a> Watch<'a> {
+    /// The call's notes, for its sandboxes.
+    pub(crate) fn notes(&self) -> Arc<Notes> {
+        self.notes.clone()
+    }
+
+    /// The call found its tool, whose metric handles are `stats` (the registry's)
+    /// or made now.
+    pub(crate) fn found(&mut self, tool: &dyn Tool, stats: Option<&'a ToolStats>) {
+        let stats = match stats {
+            Some(stats) => Cow::Borrowed(stats),
+            None => Cow::Owned(self.observer.tool_stats(self.name)),
+        };
+        self.in_flight = Some(stats.start());
+        self.stats = Some(stats);
+        if self.observer.audit.is_some() {
+            self.source = Some(tool.source().to_string());
+        }
+    }
+
+    /// The call ended with `result`.
+    pub(crate) fn finish(mut self, result: &Result<ToolResult, CallError>) {
+        self.done = true;
+        let (outcome, kind, trap, message) = outcome_of(result, &self.facts.approval);
+        self.record(outcome, kind, trap, message);
+    }
+
+    fn record(
+        &mut self,
+        outcome: &'static str,
+        kind: Option<ErrorKind>,
+        trap: Option<usize>,
+        message: Option<String>,
+    ) {
+        let took = self.started.elapsed();
+        let taken = self.notes.take();
+        if let Some(stats) = &self.stats {
+            stats.ended(took, kind, trap, &taken.counts);
+        } else if matches!(outcome, "unknown_tool") {
+            self.observer.metrics.unknown();
+        }
+        self.in_flight = None;
+        let Some(audit) = &self.observer.audit else {
+            return;
+        };
+        let mut tool = self.name.to_owned();
+        notes::truncate(&mut tool, 128);
+        let secrets = &taken.secrets;
+        let denied: u64 = taken.counts.iter().sum();
+        let listed = taken.listed.len() as u64;
+        let denials = taken
+            .listed
+            .into_iter()
+            .map(|mut denial| {
+                denial.target = audit::redact(&denial.target, secrets);
+                denial
+            })
+            .collect();
+        let (arguments_sha256, arguments) = match self.args.take() {
+            Some((hash, args)) => (Some(hash), args),
+            None => (None, None),
+        };
+        let record = Record {
+            time: audit::rfc3339(
+                SystemTime::now()
+                    .checked_sub(took)
+                    .unwrap_or_else(SystemTime::now),
+            ),
+            tool: &tool,
+            source: self.source.take(),
+            hints: self.facts.hints,
+            granted: taken.granted,
+            denials,
+            denials_not_listed: denied.saturating_sub(listed),
+            approval: std::mem::take(&mut self.facts.approval),
+            duration_ms: took.as_secs_f64() * 1000.0,
+            outcome,
+            message: message.map(|m| {
+                let mut m = audit::redact(&m, secrets);
+                notes::truncate(&mut m, audit::MAX_MESSAGE);
+                m
+            }),
+            arguments_sha256,
+            arguments,
+        };
+        if !audit.write(&record) {
+            self.observer.metrics.audit_dropped();
+        }
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.record("cancelled", None, None, None);
+        }
+    }
+}
+
+/// A call's outcome word, error kind, trap kind (index in `TRAP_KINDS`) and message.
+fn outcome_of(
+    result: &Result<ToolResult, CallError>,
+    approval: &Approval,
+) -> (
+    &'static str,
+    Option<ErrorKind>,
+    Option<usize>,
+    Option<String>,
+) {
+    let kind = match result {
+        Ok(Ok(_)) => return ("ok", None, None, None),
+        Ok(Err(ToolError::Input(_))) => ErrorKind::Input,
+        Ok(Err(_)) if matches!(approval, Approval::Deny(_)) => ErrorKind::NotApproved,
+        Ok(Err(_)) => ErrorKind::Failed,
+        Err(CallError::UnknownTool { .. }) => {
+            return ("unknown_tool", None, None, result_message(result));
+        }
+        Err(CallError::Trap { trap, .. }) => {
+            let index = match trap {
+                Trap::Deadline(_) => 0,
+                Trap::Memory(_) => 1,
+                Trap::Output { .. } => 2,
+                Trap::Resources(_) => 3,
+                Trap::Guest(_) => 4,
+            };
+            let kind = if index == 0 {
+                ErrorKind::Timeout
+            } else {
+                ErrorKind::Trap
+            };
+            return (
+                kind.as_str(),
+                Some(kind),
+                Some(index),
+                result_message(result),
+            );
+        }
+        Err(CallError::Busy { .. }) => ErrorKind::Busy,
+        Err(CallError::Connection { .. }) => ErrorKind::Connection,
+        Err(CallError::Host { .. }) => ErrorKind::Host,
+    };
+    (kind.as_str(), Some(kind), None, result_message(result))
+}
+
+fn result_message(result: &Result<ToolResult, CallError>) -> Option<String> {
+    match result {
+        Ok(Ok(_)) => None,
+        Ok(Err(error)) => Some(error.to_string()),
+        Err(error) => Some(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_outcome_has_its_word_and_kind() {
+        let trap = |trap| Err(CallError::trap("t", trap));
+        let cases: Vec<(Result<ToolResult, CallError>, Approval, &str)> = vec![
+            (Ok(Ok(Vec::new())), Approval::None, "ok"),
+            (
+                Ok(Err(ToolError::Input("x".into()))),
+                Approval::None,
+                "input",
+            ),
+            (
+                Ok(Err(ToolError::Failed("x".into()))),
+                Approval::None,
+                "failed",
+            ),
+            (
+                Ok(Err(ToolError::Failed("x".into()))),
+                Approval::Deny("no".into()),
+                "not_approved",
+            ),
+            (
+                trap(Trap::Deadline(std::time::Duration::from_secs(1))),
+                Approval::None,
+                "timeout",
+            ),
+            (trap(Trap::Guest("boom".into())), Approval::None, "trap"),
+            (
+                Err(CallError::UnknownTool {
+                    name: "x".into(),
+                    known: Vec::new(),
+                }),
+                Approval::None,
+                "unknown_tool",
+            ),
+        ];
+        for (result, approval, word) in cases {
+            let (outcome, kind, _, message) = outcome_of(&result, &approval);
+            assert_eq!(outcome, word);
+            assert_eq!(kind.map(ErrorKind::as_str).unwrap_or(outcome), word);
+            assert_eq!(message.is_none(), word == "ok");
+        }
+    }
+}

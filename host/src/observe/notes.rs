@@ -1,0 +1,305 @@
+//! What one call's sandbox tells its observer: each denial (the filesystem or
+//! network layer refused something the guest asked for), and what the call was
+//! granted. The registry opens a call's notes around the call (a task-local), the
+//! sandbox picks them up when it is made, and the registry reads them when the call
+//! ends, for the metrics and the audit record.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+
+use crate::grants::{Capabilities, FsAccess};
+
+/// The most denials one call's audit record lists; past it they are only counted
+/// (a guest that loops on a refused path could make millions).
+pub(crate) const MAX_DENIALS_LISTED: usize = 32;
+
+/// The most bytes of a guest's path or name a denial keeps.
+const MAX_TARGET: usize = 256;
+
+tokio::task_local! {
+    static CALL: Arc<Notes>;
+}
+
+/// Which capability a denial was of: the metric label and the audit field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Capability {
+    /// A mount: a write, delete, rename or link the call's access does not allow.
+    Fs,
+    /// The network: a host:port (or name) the call's grants do not reach, or a
+    /// method a read-only call may not send.
+    Net,
+}
+
+impl Capability {
+    /// Every capability, for metrics.
+    pub(crate) const ALL: [Capability; 2] = [Capability::Fs, Capability::Net];
+
+    /// The label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Fs => "fs",
+            Self::Net => "net",
+        }
+    }
+}
+
+/// One refusal: what the guest asked for and why it was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct Denial {
+    /// The capability.
+    pub(crate) capability: Capability,
+    /// The path (as the guest named it, relative to the folder it opened) or
+    /// host:port (or name, for a lookup).
+    pub(crate) target: String,
+    /// Why.
+    pub(crate) why: &'static str,
+}
+
+/// What a call was granted, as the audit log shows it: mounts with the access of
+/// this call, hosts with the names (never the values) of the headers added, and the
+/// names (never the values) of the environment variables.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct Granted {
+    pub(crate) mounts: Vec<GrantedMount>,
+    pub(crate) network: Vec<GrantedHost>,
+    pub(crate) env: Vec<String>,
+}
+
+/// One mount of a call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct GrantedMount {
+    pub(crate) guest: String,
+    pub(crate) host: String,
+    pub(crate) access: FsAccess,
+}
+
+/// One host a call may reach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct GrantedHost {
+    pub(crate) host: String,
+    pub(crate) headers: Vec<String>,
+    pub(crate) tcp: bool,
+}
+
+impl Granted {
+    fn of(caps: &Capabilities) -> Self {
+        Self {
+            mounts: caps
+                .mounts
+                .iter()
+                .map(|(mount, access)| GrantedMount {
+                    guest: mount.guest.clone(),
+                    host: mount.host.display().to_string(),
+                    access: *access,
+                })
+                .collect(),
+            network: caps
+                .network
+                .iter()
+                .map(|grant| GrantedHost {
+                    host: grant.authority(),
+                    headers: grant.headers.iter().map(|(name, _)| name.clone()).collect(),
+                    tcp: grant.tcp,
+                })
+                .collect(),
+            env: caps.env.iter().map(|(name, _)| name.clone()).collect(),
+        }
+    }
+}
+
+/// A call's notes, shared by its sandboxes and the registry.
+#[derive(Debug, Default)]
+pub(crate) struct Notes {
+    /// Whether the audit log wants details (denials listed, what was granted).
+    details: bool,
+    inner: Mutex<Taken>,
+}
+
+/// What the notes hold so far.
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    /// Denials by capability, in [`Capability::ALL`] order.
+    pub(crate) counts: [u64; 2],
+    /// The first [`MAX_DENIALS_LISTED`] denials, with details.
+    pub(crate) listed: Vec<Denial>,
+    /// What the call's last sandbox was granted (the `run` instance comes after
+    /// the `hints-for` one, which is granted nothing).
+    pub(crate) granted: Option<Granted>,
+    /// The values the call was given that must not reach the log: header values
+    /// and environment values.
+    pub(crate) secrets: Vec<String>,
+}
+
+impl Notes {
+    /// Fresh notes; with `details`, denials and grants are kept for the audit log.
+    pub(crate) fn new(details: bool) -> Arc<Self> {
+        Arc::new(Self {
+            details,
+            inner: Mutex::default(),
+        })
+    }
+
+    /// Runs `call` with these notes open to every sandbox it makes.
+    pub(crate) async fn around<F: std::future::Future>(self: &Arc<Self>, call: F) -> F::Output {
+        CALL.scope(self.clone(), call).await
+    }
+
+    /// What has been noted, taken out.
+    pub(crate) fn take(&self) -> Taken {
+        std::mem::take(&mut *self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn deny(&self, capability: Capability, target: &dyn fmt::Display, why: &'static str) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = Capability::ALL
+            .iter()
+            .position(|c| *c == capability)
+            .unwrap_or(0);
+        if let Some(count) = inner.counts.get_mut(index) {
+            *count = count.saturating_add(1);
+        }
+        if self.details && inner.listed.len() < MAX_DENIALS_LISTED {
+            let mut target = target.to_string();
+            truncate(&mut target, MAX_TARGET);
+            inner.listed.push(Denial {
+                capability,
+                target,
+                why,
+            });
+        }
+    }
+
+    fn granted(&self, caps: &Capabilities) {
+        if !self.details {
+            return;
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let secrets = caps
+            .network
+            .iter()
+            .flat_map(|grant| grant.headers.iter().map(|(_, secret)| secret.0.clone()))
+            .chain(caps.env.iter().map(|(_, value)| value.clone()));
+        inner.secrets.extend(secrets);
+        inner.granted = Some(Granted::of(caps));
+    }
+}
+
+/// Where a sandbox reports its denials: the notes of the call it runs for, if an
+/// observer is watching. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Denials(Option<Arc<Notes>>);
+
+impl Denials {
+    /// The notes of the call being run on this task, if any, told what `caps`
+    /// grants: a sandbox calls this when it is made.
+    pub(crate) fn for_sandbox(caps: &Capabilities) -> Self {
+        let notes = CALL.try_with(Arc::clone).ok();
+        if let Some(notes) = &notes {
+            notes.granted(caps);
+        }
+        Self(notes)
+    }
+
+    /// Notes that `target` was refused `capability` because of `why`.
+    pub(crate) fn deny(
+        &self,
+        capability: Capability,
+        target: &dyn fmt::Display,
+        why: &'static str,
+    ) {
+        if let Some(notes) = &self.0 {
+            notes.deny(capability, target, why);
+        }
+    }
+}
+
+/// Cuts `text` to at most `max` bytes, on a character boundary, marking the cut.
+pub(crate) fn truncate(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push('…');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grants::{Host, Mount, MountMode, NetGrant, Secret};
+
+    fn caps() -> Capabilities {
+        Capabilities {
+            mounts: vec![(
+                Mount {
+                    host: "/srv/data".into(),
+                    guest: "/data".into(),
+                    mode: MountMode::Write,
+                },
+                FsAccess::AddOnly,
+            )],
+            network: vec![NetGrant {
+                host: Host::Name("api.example.com".into()),
+                port: 443,
+                headers: vec![("Authorization".into(), Secret("Bearer xyz".into()))],
+                tcp: false,
+            }],
+            env: vec![("TOKEN".into(), "s3cret-value".into())],
+            ..Capabilities::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_inside_a_call_reports_to_its_notes_and_keeps_names_not_values() {
+        let notes = Notes::new(true);
+        notes
+            .around(async {
+                let denials = Denials::for_sandbox(&caps());
+                denials.deny(Capability::Net, &"example.org:443", "not granted");
+                denials.deny(Capability::Fs, &"a.txt", "existed");
+            })
+            .await;
+        let taken = notes.take();
+        assert_eq!(taken.counts, [1, 1]);
+        assert_eq!(taken.listed.len(), 2);
+        assert_eq!(taken.listed[0].target, "example.org:443");
+        let granted = taken.granted.expect("granted");
+        assert_eq!(granted.env, ["TOKEN"]);
+        assert_eq!(granted.network[0].host, "api.example.com:443");
+        assert_eq!(granted.network[0].headers, ["Authorization"]);
+        let text = serde_json::to_string(&granted).expect("serializes");
+        assert!(!text.contains("xyz") && !text.contains("s3cret"), "{text}");
+        assert_eq!(taken.secrets, ["Bearer xyz", "s3cret-value"]);
+    }
+
+    #[tokio::test]
+    async fn outside_a_call_nothing_is_noted_and_past_the_limit_denials_are_only_counted() {
+        Denials::for_sandbox(&caps()).deny(Capability::Net, &"x:1", "no");
+        let notes = Notes::new(true);
+        notes
+            .around(async {
+                let denials = Denials::for_sandbox(&Capabilities::default());
+                for _ in 0..MAX_DENIALS_LISTED + 5 {
+                    denials.deny(Capability::Fs, &"p".repeat(1000), "no");
+                }
+            })
+            .await;
+        let taken = notes.take();
+        assert_eq!(taken.counts, [MAX_DENIALS_LISTED as u64 + 5, 0]);
+        assert_eq!(taken.listed.len(), MAX_DENIALS_LISTED);
+        assert!(taken.listed[0].target.len() <= MAX_TARGET + '…'.len_utf8());
+    }
+
+    #[test]
+    fn truncate_cuts_on_a_character_boundary() {
+        let mut text = "ééé".to_owned();
+        truncate(&mut text, 3);
+        assert_eq!(text, "é…");
+    }
+}
