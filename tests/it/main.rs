@@ -3,6 +3,7 @@
 mod approval;
 mod cli;
 mod config;
+mod deploy;
 mod fs;
 mod hostile;
 mod lang;

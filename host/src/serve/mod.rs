@@ -18,7 +18,7 @@ mod session;
 mod sessions;
 mod wire;
 
-pub use http::{HostCheck, MAX_BODY, MCP_PATH, serve_http};
+pub use http::{GRACE as SHUTDOWN_GRACE, HostCheck, MAX_BODY, MCP_PATH, serve_http};
 pub use limits::HttpLimits;
 pub use served::Served;
 pub use session::{ServeError, Session, serve};
