@@ -6,6 +6,7 @@ mod config;
 mod deploy;
 mod fs;
 mod hostile;
+mod install;
 mod lang;
 mod limits;
 mod loading;
