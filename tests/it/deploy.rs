@@ -453,7 +453,7 @@ async fn the_deployment_command_answers_a_client_of_the_service_by_its_cluster_i
         "POST",
         "/mcp",
         &[
-            ("host", &host),
+            ("host", host.as_str()),
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
         ],
@@ -465,6 +465,13 @@ async fn the_deployment_command_answers_a_client_of_the_service_by_its_cluster_i
     assert_eq!(init["result"]["serverInfo"]["name"], "piton", "{init}");
     // A name is refused (DNS rebinding), until piton can be told which names are its own.
     let by_name = format!("piton.default.svc.cluster.local:{port}");
-    let refused = http_request(local, "POST", "/mcp", &[("host", &by_name)], &message).await;
+    let refused = http_request(
+        local,
+        "POST",
+        "/mcp",
+        &[("host", by_name.as_str())],
+        &message,
+    )
+    .await;
     assert_eq!(refused.status(), 403);
 }

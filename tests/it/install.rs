@@ -35,12 +35,19 @@ fn code_blocks(text: &str, lang: &str) -> Vec<String> {
         .collect()
 }
 
+/// A folder for a user's home, on the file system of the built binary (so that
+/// [`installed`] can link it).
+fn new_home() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir")
+}
+
 /// A copy of the built binary alone in `dir/bin`, as `cargo install` leaves it.
 fn installed(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).expect("bin folder");
     let piton = bin.join("piton");
-    // A link where it can be (the binary is large); a copy across file systems.
+    // A link: a copy's write handle, inherited by a process another test forks at
+    // that moment, would make running it fail with "text file busy".
     if std::fs::hard_link(env!("CARGO_BIN_EXE_piton"), &piton).is_err() {
         std::fs::copy(env!("CARGO_BIN_EXE_piton"), &piton).expect("copy the binary");
     }
@@ -62,7 +69,7 @@ fn clean(mut command: Command, home: &Path) -> Command {
 
 #[test]
 fn the_installed_binary_alone_runs_the_bundled_examples_from_anywhere() {
-    let home = tempfile::tempdir().expect("temp dir");
+    let home = new_home();
     let piton = installed(home.path());
     let mut call = clean(Command::new(&piton), home.path());
     let out = call
@@ -190,7 +197,7 @@ fn the_readme_desktop_client_config_starts_piton_and_answers_over_stdio() {
         command, "piton",
         "found on PATH, where cargo install puts it"
     );
-    let home = tempfile::tempdir().expect("temp dir");
+    let home = new_home();
     let piton = installed(home.path());
     // A desktop client starts it by name, from a folder of its own, with its own env.
     let mut start = clean(Command::new(&command), home.path());
