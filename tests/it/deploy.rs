@@ -12,7 +12,7 @@ use std::process::Command;
 use piton_host::config::Config;
 use serde_json::Value;
 
-use crate::mcp_client::{http_request, initialize_params, request, sse_until};
+use crate::mcp_client::{body_text, http_request, initialize_params, request, sse_until};
 use crate::support::{listening, piton, run, stdout};
 
 /// host/deploy.
@@ -474,4 +474,23 @@ async fn the_deployment_command_answers_a_client_of_the_service_by_its_cluster_i
     )
     .await;
     assert_eq!(refused.status(), 403);
+}
+
+#[tokio::test]
+async fn the_deployment_command_answers_the_kubelets_probes() {
+    let (_piton, port, _root) = run_the_deployment();
+    let deployment = manifest("deployment.yaml");
+    let container = container(&deployment);
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // The kubelet connects to the pod's IP and names it in Host.
+    let host = format!("10.244.1.7:{port}");
+    for probe in ["startupProbe", "livenessProbe", "readinessProbe"] {
+        let path = container[probe]["httpGet"]["path"]
+            .as_str()
+            .expect("a path");
+        let answer = http_request(local, "GET", path, &[("host", host.as_str())], "").await;
+        let status = answer.status();
+        let text = body_text(answer).await;
+        assert_eq!(status, 200, "{probe} GET {path}: {text}");
+    }
 }
