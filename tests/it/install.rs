@@ -132,7 +132,8 @@ fn the_readme_cargo_install_commands_name_the_package_of_the_piton_binary() {
         panic!("one package has the `piton` binary: {piton:?}");
     };
     let section = install_section();
-    let commands: Vec<&str> = code_blocks(&section, "sh")
+    let blocks = code_blocks(&section, "sh");
+    let commands: Vec<&str> = blocks
         .first()
         .expect("the install commands")
         .lines()
