@@ -3,8 +3,10 @@
 mod approval;
 mod cli;
 mod config;
+mod deploy;
 mod fs;
 mod hostile;
+mod install;
 mod lang;
 mod limits;
 mod loading;

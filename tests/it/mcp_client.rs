@@ -212,10 +212,14 @@ pub(crate) struct StdioPiton {
 impl StdioPiton {
     /// Starts `piton serve --plugins folder` and initializes the session.
     pub(crate) fn start(folder: &std::path::Path) -> Self {
-        let mut child = piton()
-            .arg("serve")
-            .arg("--plugins")
-            .arg(folder)
+        let mut command = piton();
+        command.arg("serve").arg("--plugins").arg(folder);
+        Self::run(command)
+    }
+
+    /// Starts `command`, a `piton serve` on stdio, and initializes the session.
+    pub(crate) fn run(mut command: std::process::Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

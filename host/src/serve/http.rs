@@ -41,8 +41,9 @@ use super::sessions::{self, BoundedSessions};
 /// The path MCP is served at; every other path is 404.
 pub const MCP_PATH: &str = "/mcp";
 
-/// How long connections get to finish once shutdown starts.
-const GRACE: Duration = Duration::from_secs(5);
+/// How long connections get to finish once shutdown starts (SIGTERM, Ctrl-C):
+/// the Kubernetes manifests in host/deploy give piton this much and more.
+pub const GRACE: Duration = Duration::from_secs(5);
 
 /// The largest request body read (rmcp answers a larger one with 413). MCP requests
 /// are small: arguments, not files.

@@ -19,7 +19,7 @@ mod session;
 mod sessions;
 mod wire;
 
-pub use http::{HostCheck, MAX_BODY, MCP_PATH, serve_http};
+pub use http::{GRACE as SHUTDOWN_GRACE, HostCheck, MAX_BODY, MCP_PATH, serve_http};
 pub use limits::HttpLimits;
 pub use probes::{HEALTH_PATH, METRICS_PATH, READY_PATH};
 pub use served::Served;
