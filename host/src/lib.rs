@@ -32,6 +32,7 @@
 mod approve;
 pub mod build;
 mod bundled;
+mod cache_settings;
 pub mod cli;
 pub mod config;
 mod error;
@@ -40,6 +41,7 @@ mod group;
 mod limits;
 pub mod loader;
 mod parse;
+pub mod plugin_pins;
 pub mod plugins;
 pub mod protected;
 mod registry;

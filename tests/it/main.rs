@@ -1,6 +1,7 @@
 //! piton's end-to-end tests: one binary, a module per area.
 
 mod approval;
+mod cache;
 mod cli;
 mod config;
 mod fs;
@@ -12,6 +13,7 @@ mod mcp_client;
 mod net;
 mod net_http;
 mod peers;
+mod pins;
 mod protected;
 mod registry;
 mod serve_http;
