@@ -16,10 +16,12 @@
 //! on_trap = "error"        # the seed's exception_handler; default "stop"
 //! name = "fetch"           # overrides: name, description, parallel,
 //! read_only = true         # and hints, which can only be made narrower
+//! sha256 = "…"             # a pin: see [`Pins`], as [plugins."FILE.wasm"] sha256
 //! ```
 //!
 //! `[mcp.NAME]` upstream MCP servers ([`UpstreamConfig`]), `[runtime]` sizing the wasm
-//! runtime ([`RuntimeSettings`]) and `[audit]`, the audit log ([`AuditSettings`]).
+//! runtime ([`RuntimeSettings`]), `[audit]`, the audit log ([`AuditSettings`]), and
+//! `[cache]` bounding the compile cache ([`CacheSettings`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -27,10 +29,13 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 
 use crate::audit_settings::{AuditSettings, RawAudit};
-use crate::grants::{Grants, Mount, MountMode, NetGrant};
+pub use crate::cache_settings::CacheSettings;
+use crate::cache_settings::RawCache;
+use crate::grants::{Grants, Mount, MountMode};
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
-use crate::parse::{parse_duration, parse_net_grant, parse_size};
+use crate::parse::{parse_duration, parse_net_entry, parse_size};
+use crate::plugin_pins::{Pins, RawPlugin, Sha256};
 use crate::runtime_settings::RawRuntime;
 pub use crate::runtime_settings::RuntimeSettings;
 use crate::tool::check_tool_name;
@@ -51,6 +56,10 @@ pub struct Config {
     pub runtime: RuntimeSettings,
     /// The `[audit]` table: where the audit log goes.
     pub audit: AuditSettings,
+    /// The digests pinned: `[plugins."FILE.wasm"] sha256` and `[tools.NAME] sha256`.
+    pub pins: Pins,
+    /// The `[cache]` table: how much compiled code the compile cache keeps.
+    pub cache: CacheSettings,
 }
 
 /// What piton.toml says about one tool.
@@ -108,6 +117,10 @@ struct RawConfig {
     runtime: RawRuntime,
     #[serde(default)]
     audit: RawAudit,
+    #[serde(default)]
+    plugins: BTreeMap<String, RawPlugin>,
+    #[serde(default)]
+    cache: RawCache,
 }
 
 #[derive(Deserialize)]
@@ -134,6 +147,7 @@ struct RawTool {
     destructive: Option<bool>,
     idempotent: Option<bool>,
     open_world: Option<bool>,
+    sha256: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -174,9 +188,18 @@ impl Config {
             )
         })?;
         let base = file.parent().unwrap_or(Path::new("."));
+        let files = crate::plugin_pins::parse_files(raw.plugins).map_err(|(k, m)| fail(k, m))?;
+        let mut pins = Pins {
+            files,
+            ..Pins::default()
+        };
         let mut tools = BTreeMap::new();
-        for (name, raw) in raw.tools {
+        for (name, mut raw) in raw.tools {
             let key = format!("tools.{name}");
+            if let Some(text) = raw.sha256.take() {
+                let pin = Sha256::parse(&text).map_err(|m| fail(format!("{key}.sha256"), m))?;
+                pins.tools.insert(name.clone(), pin);
+            }
             let tool = parse_tool(raw, &key, base, env).map_err(|(k, m)| fail(k, m))?;
             tools.insert(name, tool);
         }
@@ -187,12 +210,15 @@ impl Config {
         }
         let runtime = RuntimeSettings::parse(raw.runtime).map_err(|(k, m)| fail(k, m))?;
         let audit = AuditSettings::parse(raw.audit, base).map_err(|(k, m)| fail(k, m))?;
+        let cache = CacheSettings::parse(raw.cache).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
             mcp,
             runtime,
             audit,
+            pins,
+            cache,
         })
     }
 }
@@ -265,72 +291,6 @@ fn parse_tool(
             open_world: raw.open_world,
         },
     })
-}
-
-/// One `network` entry: `"host:port"`, or `{ host = "host:port", headers = { .. },
-/// tcp = true }`. On error: the sub-key (`""`, `.tcp`, `.headers.NAME` ...) and the
-/// message.
-fn parse_net_entry(
-    entry: toml::Value,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<NetGrant, KeyError> {
-    let example = "write \"host:port\", or { host = \"host:port\", headers = { .. }, tcp = true }";
-    let table = match entry {
-        toml::Value::String(host) => return parse_net_grant(&host, &BTreeMap::new(), env),
-        toml::Value::Table(table) => table,
-        other => {
-            let kind = other.type_str();
-            return Err((
-                String::new(),
-                format!("a {kind} is not a network entry; {example}"),
-            ));
-        }
-    };
-    let fail = |sub: &str, message: String| Err((sub.to_owned(), message));
-    let (mut host, mut headers, mut tcp) = (None, BTreeMap::new(), false);
-    for (name, value) in table {
-        match (name.as_str(), value) {
-            ("host", toml::Value::String(text)) => host = Some(text),
-            ("host", _) => return fail(".host", format!("host must be a string; {example}")),
-            ("tcp", toml::Value::Boolean(flag)) => tcp = flag,
-            ("tcp", _) => {
-                return fail(
-                    ".tcp",
-                    "write tcp = true to allow raw TCP to this host:port, or leave it out"
-                        .to_owned(),
-                );
-            }
-            ("headers", toml::Value::Table(table)) => {
-                for (header, value) in table {
-                    let toml::Value::String(value) = value else {
-                        return fail(
-                            &format!(".headers.{header}"),
-                            "a header value must be a string, such as \"Bearer ${TOKEN}\""
-                                .to_owned(),
-                        );
-                    };
-                    headers.insert(header, value);
-                }
-            }
-            ("headers", _) => {
-                return fail(
-                    ".headers",
-                    "headers must be a table, such as { Authorization = \"Bearer ${TOKEN}\" }"
-                        .to_owned(),
-                );
-            }
-            (other, _) => {
-                return fail(
-                    &format!(".{other}"),
-                    format!("unknown key {other:?}: a network entry takes host, headers and tcp"),
-                );
-            }
-        }
-    }
-    let Some(host) = host else {
-        return fail(".host", format!("is missing; {example}"));
-    };
-    parse_net_grant(&host, &headers, env).map(|grant| NetGrant { tcp, ..grant })
 }
 
 fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {
@@ -542,6 +502,27 @@ mod tests {
                 "not a variable name",
             ),
             ("[tools.a", "", "piton.toml"),
+            (
+                "[tools.a]\nsha256 = \"ab\"",
+                "tools.a.sha256",
+                "not the 64 hexadecimal",
+            ),
+            ("[plugins.\"a.wasm\"]\nsha256 = 1", "", "invalid type"),
+            (
+                "[plugins.\"a.wasm\"]",
+                "plugins.\"a.wasm\".sha256",
+                "is missing",
+            ),
+            (
+                "[plugins.\"a\"]\nsha256 = \"\"",
+                "plugins.\"a\"",
+                "ending in .wasm",
+            ),
+            (
+                "[cache]\nmax_size = \"lots\"",
+                "cache.max_size",
+                "such as \"64MiB\"",
+            ),
         ];
         for (text, key, message) in cases {
             let error = parse(text).unwrap_err();
@@ -550,6 +531,22 @@ mod tests {
             assert!(shown.contains(message), "{text}: {shown}");
             assert!(shown.contains("piton.toml"), "{shown}");
         }
+    }
+
+    #[test]
+    fn pins_of_files_and_tools_parse_and_a_pin_alone_configures_nothing() {
+        let digest = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08";
+        let config = parse(&format!(
+            "[plugins.\"a.wasm\"]\nsha256 = \"{digest}\"\n[tools.b]\nsha256 = \"{digest}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            config.pins.files["a.wasm"].to_string(),
+            digest.to_lowercase()
+        );
+        assert_eq!(config.pins.tools["b"].to_string(), digest.to_lowercase());
+        assert_eq!(config.tools["b"], ToolConfig::default());
+        assert_eq!(config.cache, CacheSettings::default());
     }
 
     #[test]

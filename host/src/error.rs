@@ -145,6 +145,21 @@ pub enum LoadErrorKind {
     /// The tool's spec or hints break a rule.
     #[error("{0}")]
     Invalid(String),
+    /// Its SHA-256 is not the one piton.toml pins: it was not loaded (a file pin:
+    /// neither compiled nor run).
+    #[error(
+        "refused: its sha256 is {actual}, but piton.toml's {section} pins sha256 = \"{pinned}\"; \
+         if this file is the one to run, pin it with sha256 = \"{actual}\" (as `piton inspect` \
+         prints it), else put the pinned file back"
+    )]
+    Pinned {
+        /// The section that pins it, as written: `[plugins."a.wasm"]`, `[tools.a]`.
+        section: String,
+        /// The digest pinned, in hex.
+        pinned: String,
+        /// The digest of the file, in hex.
+        actual: String,
+    },
     /// Two tools with one name.
     #[error(
         "tool `{name}` is also defined by {other}; rename one (piton.toml can rename) or remove it"

@@ -45,6 +45,17 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes} bytes")
 }
 
+/// `bytes` to one decimal in the largest unit it fills (`14.2 MiB`), for sizes that
+/// are measured rather than set.
+pub(crate) fn format_size_about(bytes: u64) -> String {
+    for (unit, name) in [(GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")] {
+        if bytes >= unit {
+            return format!("{:.1} {name}", bytes as f64 / unit as f64);
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 /// What a trap of the tool does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -40,8 +40,9 @@ use crate::audit_settings::AuditSettings;
 use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
-use crate::limits::format_size;
+use crate::limits::{format_size, format_size_about};
 use crate::observe::{ObserveError, Observer};
+use crate::plugin_pins::{Pins, file_section};
 use crate::plugins::{self, FolderError, PluginsAt, Watched};
 use crate::protected::Protected;
 use crate::registry::Registry;
@@ -101,10 +102,12 @@ pub struct Loaded {
     pub errors: Vec<LoadError>,
     /// Every `[mcp.NAME]` server that was not added, with the reason.
     pub server_errors: Vec<LoadError>,
-    /// `[tools.NAME]` sections of piton.toml that match no tool.
+    /// `[tools.NAME]` sections of piton.toml that match no tool (those with a
+    /// `sha256` pin are in `warnings` instead).
     pub unused_config: Vec<String>,
     /// Settings read but not in effect, such as a `[runtime]` table changed since the
-    /// runtime was made.
+    /// runtime was made, a pin of a file or tool that is not there, or a compile
+    /// cache over its `max_size` with what this load uses.
     pub warnings: Vec<String>,
 }
 
@@ -217,8 +220,12 @@ impl Loader {
     /// wasm tool in a server's `{server}__` name space is the one refused), then
     /// every plugin with its `[tools.NAME]` settings. A plugin or server that fails
     /// is reported in [`Loaded`] and the rest still load; a tool granted "write" on a
-    /// place piton loads or trusts ([`plugins::protected`]) is not loaded.
+    /// place piton loads or trusts ([`plugins::protected`]) is not loaded, nor is a
+    /// component whose digest is not the one piton.toml pins for its file or for one
+    /// of its tools (see [`crate::plugin_pins`]). Then the compile cache is trimmed:
+    /// see [`WasmRuntime::trim_cache`].
     pub async fn load(&self) -> Result<Loaded, LoaderError> {
+        let started = std::time::SystemTime::now();
         let config = self.read_config()?;
         let mut loaded = Loaded::default();
         let observer = self.observer_for(&config, &mut loaded.warnings)?;
@@ -231,14 +238,22 @@ impl Loader {
         }
         let protected = plugins::protected(&self.at, &config, &self.runtime);
         let mut used = BTreeSet::new();
-        for read in plugins::read(&self.runtime, &self.at).await? {
+        let (mut files, mut named) = (BTreeSet::new(), BTreeSet::new());
+        for read in plugins::read(&self.runtime, &self.at, &config.pins).await? {
             let tools = match read {
                 Ok(tools) => tools,
                 Err(error) => {
+                    files.extend(file_name(&error.plugin));
                     loaded.errors.push(error);
                     continue;
                 }
             };
+            files.extend(tools.first().and_then(|tool| file_name(&tool.source())));
+            named.extend(tools.iter().map(|tool| tool.spec().name.clone()));
+            if let Err(error) = tool_pins_hold(&tools, &config.pins) {
+                loaded.errors.push(error);
+                continue;
+            }
             for tool in tools {
                 let added = self
                     .configured(tool, &config, &protected, &mut used)
@@ -251,9 +266,15 @@ impl Loader {
         loaded.unused_config = config
             .tools
             .keys()
-            .filter(|name| !used.contains(*name))
+            .filter(|name| !used.contains(*name) && !config.pins.tools.contains_key(*name))
             .cloned()
             .collect();
+        loaded
+            .warnings
+            .extend(self.pins_not_found(&config.pins, &files, &named));
+        loaded
+            .warnings
+            .extend(self.trim_cache(started, config.cache.max_size).await);
         loaded.registry.set_observer(observer);
         Ok(loaded)
     }
@@ -297,6 +318,65 @@ impl Loader {
     pub fn observer(&self) -> Option<Arc<Observer>> {
         let made = self.observer.lock().unwrap_or_else(PoisonError::into_inner);
         made.as_ref().map(|(_, observer)| observer.clone())
+    }
+
+    /// A warning for each pin of `pins` that matched nothing: a file pin with no such
+    /// file among `files` (the file names read), a tool pin with no tool of that name
+    /// among `named` (the tools of every component read, loaded or refused). What is
+    /// pinned and not there is not served; it does not stop the others, so that
+    /// removing one file cannot take down the rest.
+    fn pins_not_found(
+        &self,
+        pins: &Pins,
+        files: &BTreeSet<String>,
+        named: &BTreeSet<String>,
+    ) -> Vec<String> {
+        let folder = match &self.at {
+            PluginsAt::Folder(folder) => format!("the plugins folder {}", folder.display()),
+            PluginsAt::Bundled => "the bundled examples (no plugins folder)".to_owned(),
+        };
+        let files = pins.files.iter().filter(|(name, _)| !files.contains(*name));
+        let files = files.map(|(name, sha256)| {
+            format!(
+                "piton.toml's {} pins sha256 = \"{sha256}\", but {folder} has no such file, so \
+                 nothing is served from it; put the file back, or remove the pin",
+                file_section(name)
+            )
+        });
+        let tools = pins.tools.iter().filter(|(name, _)| !named.contains(*name));
+        let tools = tools.map(|(name, sha256)| {
+            format!(
+                "piton.toml's [tools.{name}] pins sha256 = \"{sha256}\", but no plugin read \
+                 gives a tool named {name}, so it is not served; add the plugin that gives it \
+                 (a file refused above may be the one), or remove the pin"
+            )
+        });
+        files.chain(tools).collect()
+    }
+
+    /// Trims the compile cache to `max_size` (see [`WasmRuntime::trim_cache`]),
+    /// keeping what was used since `started`; a warning when that alone is over it.
+    async fn trim_cache(&self, started: std::time::SystemTime, max_size: u64) -> Option<String> {
+        let runtime = self.runtime.clone();
+        let trimmed = tokio::task::spawn_blocking(move || runtime.trim_cache(started, max_size))
+            .await
+            .ok()??;
+        if trimmed.removed > 0 {
+            tracing::info!(
+                removed = trimmed.removed,
+                freed = %format_size_about(trimmed.freed),
+                "compile cache: removed entries unused for a week, or used longest ago \
+                 while over max_size"
+            );
+        }
+        (trimmed.kept > max_size).then(|| {
+            format!(
+                "the compile cache holds {} of plugins this load uses, over piton.toml's \
+                 [cache] max_size of {}; raise max_size so that they stay cached",
+                format_size_about(trimmed.kept),
+                format_size_about(max_size)
+            )
+        })
     }
 
     /// `tool` with its `[tools.NAME]` settings of `config`, if any (its name then
@@ -442,4 +522,23 @@ impl Loader {
             })
             .collect()
     }
+}
+
+/// The file name of a plugins folder's file `source`; `None` for other sources.
+fn file_name(source: &ToolSource) -> Option<String> {
+    match source {
+        ToolSource::File(path) => Some(path.file_name()?.to_str()?.to_owned()),
+        _ => None,
+    }
+}
+
+/// `Ok` unless a tool of `tools` (one component's) is pinned to another digest than
+/// the component's: then the error refusing the component, each of its tools.
+fn tool_pins_hold(tools: &[WasmTool], pins: &Pins) -> Result<(), LoadError> {
+    for tool in tools {
+        if let Some(pin) = pins.tool(&tool.spec().name) {
+            pin.check(&tool.source(), &tool.info().sha256)?;
+        }
+    }
+    Ok(())
 }

@@ -125,6 +125,74 @@ pub(crate) fn parse_net_grant(
     })
 }
 
+/// One `network` entry: `"host:port"`, or `{ host = "host:port", headers = { .. },
+/// tcp = true }`. On error: the sub-key (`""`, `.tcp`, `.headers.NAME` ...) and the
+/// message.
+pub(crate) fn parse_net_entry(
+    entry: toml::Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<NetGrant, (String, String)> {
+    let example = "write \"host:port\", or { host = \"host:port\", headers = { .. }, tcp = true }";
+    let table = match entry {
+        toml::Value::String(host) => return parse_net_grant(&host, &BTreeMap::new(), env),
+        toml::Value::Table(table) => table,
+        other => {
+            let kind = other.type_str();
+            return Err((
+                String::new(),
+                format!("a {kind} is not a network entry; {example}"),
+            ));
+        }
+    };
+    let fail = |sub: &str, message: String| Err((sub.to_owned(), message));
+    let (mut host, mut headers, mut tcp) = (None, BTreeMap::new(), false);
+    for (name, value) in table {
+        match (name.as_str(), value) {
+            ("host", toml::Value::String(text)) => host = Some(text),
+            ("host", _) => return fail(".host", format!("host must be a string; {example}")),
+            ("tcp", toml::Value::Boolean(flag)) => tcp = flag,
+            ("tcp", _) => {
+                return fail(
+                    ".tcp",
+                    "write tcp = true to allow raw TCP to this host:port, or leave it out"
+                        .to_owned(),
+                );
+            }
+            ("headers", toml::Value::Table(table)) => {
+                for (header, value) in table {
+                    let toml::Value::String(value) = value else {
+                        return fail(
+                            &format!(".headers.{header}"),
+                            "a header value must be a string, such as \"Bearer ${TOKEN}\""
+                                .to_owned(),
+                        );
+                    };
+                    headers.insert(header, value);
+                }
+            }
+            ("headers", _) => {
+                return fail(
+                    ".headers",
+                    "headers must be a table, such as { Authorization = \"Bearer ${TOKEN}\" }"
+                        .to_owned(),
+                );
+            }
+            (other, _) => {
+                return fail(
+                    &format!(".{other}"),
+                    format!("unknown key {other:?}: a network entry takes host, headers and tcp"),
+                );
+            }
+        }
+    }
+    let Some(host) = host else {
+        return fail(".host", format!("is missing; {example}"));
+    };
+    let mut grant = parse_net_grant(&host, &headers, env)?;
+    grant.tcp = tcp;
+    Ok(grant)
+}
+
 fn parse_host_port(text: &str) -> Result<(Host, u16), String> {
     let example =
         "write host:port, such as \"api.example.com:443\", \"127.0.0.1:8080\" or \"[::1]:8080\"";

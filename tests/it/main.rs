@@ -1,6 +1,7 @@
 //! piton's end-to-end tests: one binary, a module per area.
 
 mod approval;
+mod cache;
 mod cli;
 mod config;
 mod deploy;
@@ -15,6 +16,7 @@ mod net;
 mod net_http;
 mod observe;
 mod peers;
+mod pins;
 mod protected;
 mod registry;
 mod serve_http;

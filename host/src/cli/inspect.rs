@@ -10,7 +10,9 @@ use super::out::{Outcome, pretty, say};
 use crate::error::CallError;
 use crate::grants::NetAccess;
 use crate::limits::format_size;
+use crate::plugin_pins::file_section;
 use crate::registry::Registry;
+use crate::source::ToolSource;
 use crate::term::Shown;
 
 pub(super) async fn inspect(registry: &Registry, name: &str, as_json: bool) -> io::Result<Outcome> {
@@ -43,6 +45,9 @@ pub(super) async fn inspect(registry: &Registry, name: &str, as_json: bool) -> i
             "env": caps.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         })
     });
+    let pin = sandbox
+        .as_ref()
+        .and_then(|s| pin_lines(&tool.source(), &spec.name, &s.component.sha256));
     let report = json!({
         "name": spec.name,
         "description": spec.description,
@@ -52,6 +57,7 @@ pub(super) async fn inspect(registry: &Registry, name: &str, as_json: bool) -> i
         "hints_are": tool.hints_trust(),
         "source": tool.source().to_string(),
         "component": sandbox.as_ref().map(|s| &s.component),
+        "pin": pin.as_ref().map(|lines| lines.join("\n")),
         "sandbox": sandbox_json,
     });
     let mut out = io::stdout().lock();
@@ -78,6 +84,15 @@ pub(super) async fn inspect(registry: &Registry, name: &str, as_json: bool) -> i
         let info = &sandbox.component;
         writeln!(out, "size:        {} bytes", info.size)?;
         writeln!(out, "sha256:      {}", info.sha256)?;
+        if let Some(lines) = &pin {
+            writeln!(
+                out,
+                "pin it:      paste into piton.toml (see Pinning in the README):"
+            )?;
+            for line in lines {
+                writeln!(out, "  {}", shown.cell(line))?;
+            }
+        }
         let l = &sandbox.limits;
         writeln!(
             out,
@@ -135,4 +150,16 @@ fn list_or_none(items: &[String]) -> String {
     } else {
         items.join(", ")
     }
+}
+
+/// The piton.toml lines that pin a tool from `source` to `sha256`: its file's
+/// section for a plugins folder's file (which pins every tool the file gives), else
+/// the tool's.
+fn pin_lines(source: &ToolSource, name: &str, sha256: &str) -> Option<[String; 2]> {
+    let section = match source {
+        ToolSource::File(path) => file_section(path.file_name()?.to_str()?),
+        ToolSource::Bundled(_) => format!("[tools.{name}]"),
+        ToolSource::Native | ToolSource::Mcp(_) => return None,
+    };
+    Some([section, format!("sha256 = \"{sha256}\"")])
 }

@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 use crate::registry::Registry;
 
 mod build;
+mod cache;
 mod call;
 mod check;
 mod inspect;
@@ -105,6 +106,12 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Show where the compile cache is and what it holds; `piton cache clean` empties
+    /// it.
+    Cache {
+        #[command(subcommand)]
+        action: Option<cache::CacheAction>,
     },
     /// Make a new tool project: one example tool, its test and a README.
     New {
@@ -197,6 +204,7 @@ async fn run(command: Command) -> io::Result<Outcome> {
         }
         Command::Check { file, json } => check::check(&file, json).await,
         Command::New { lang, dir } => Ok(new::new(&lang, &dir)),
+        Command::Cache { action } => cache::cache(action),
     }
 }
 

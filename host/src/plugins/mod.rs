@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::config::Config;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::parse::env_path;
+use crate::plugin_pins::Pins;
 use crate::protected::Protected;
 use crate::source::ToolSource;
 use crate::upstream::{StdioCommand, UpstreamConnect};
@@ -123,11 +124,14 @@ fn command_files(command: &StdioCommand) -> Vec<PathBuf> {
 
 /// Reads every component of `at` as its tools, all at once, in file-name order (a
 /// plugins folder) or name order (the bundled examples): each is its tools (one for
-/// a `plugin`, several for a `toolbox-plugin`) or the reason it did not load. piton.toml is not applied here: see
-/// [`Loader`](crate::loader::Loader).
+/// a `plugin`, several for a `toolbox-plugin`) or the reason it did not load. A file
+/// that `pins` pins is refused, unread by the engine, when its digest is another
+/// (tool pins and the rest of piton.toml are applied by
+/// [`Loader`](crate::loader::Loader)).
 pub async fn read(
     runtime: &WasmRuntime,
     at: &PluginsAt,
+    pins: &Pins,
 ) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
     Ok(match at {
         PluginsAt::Folder(folder) => {
@@ -138,7 +142,10 @@ pub async fn read(
             let loads = files.into_iter().map(|file| {
                 let runtime = runtime.clone();
                 let source = ToolSource::File(file.clone());
-                (source, async move { runtime.load_file_tools(&file).await })
+                let pin = pins.file(&file);
+                (source, async move {
+                    runtime.load_file_tools_pinned(&file, pin.as_ref()).await
+                })
             });
             on_every_core(loads).await
         }

@@ -20,6 +20,7 @@ use super::tool::{
 use crate::error::{LoadError, LoadErrorKind};
 use crate::grants::Capabilities;
 use crate::limits::Limits;
+use crate::plugin_pins::Pin;
 use crate::source::ToolSource;
 use crate::tool::{ComponentInfo, Tool as _, ToolSpec};
 
@@ -40,6 +41,19 @@ impl WasmRuntime {
     /// Loads the component in `path` as its tools: one for a `plugin`, each tool of a
     /// `toolbox-plugin`.
     pub async fn load_file_tools(&self, path: &Path) -> Result<Vec<WasmTool>, LoadError> {
+        self.load_file_tools_pinned(path, None).await
+    }
+
+    /// [`WasmRuntime::load_file_tools`], refusing the file unless its SHA-256 is
+    /// `pin`'s. The digest checked is that of the bytes compiled (or of those whose
+    /// compiled code the cache holds under it), hashed as they are read: a file
+    /// changed meanwhile is checked as it is compiled. Nothing of a refused file is
+    /// compiled or run.
+    pub async fn load_file_tools_pinned(
+        &self,
+        path: &Path,
+        pin: Option<&Pin>,
+    ) -> Result<Vec<WasmTool>, LoadError> {
         let source = ToolSource::File(path.to_path_buf());
         let fail = |kind| LoadError {
             plugin: source.clone(),
@@ -59,8 +73,13 @@ impl WasmRuntime {
                 .map_err(|e| fail(LoadErrorKind::Io(std::io::Error::other(e))))?
         };
         match opened {
-            Ok(Opened::Cached(component, info)) => self.tools_of(source, component, info).await,
-            Ok(Opened::Bytes(bytes)) => self.load_tools(source, bytes).await,
+            Ok(Opened::Cached(component, info)) => {
+                if let Some(pin) = pin {
+                    pin.check(&source, &info.sha256)?;
+                }
+                self.tools_of(source, component, info).await
+            }
+            Ok(Opened::Bytes(bytes)) => self.load_tools_pinned(source, bytes, pin).await,
             Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
             Err(Unreadable::Io(e)) => Err(fail(LoadErrorKind::Io(e))),
         }
@@ -80,13 +99,21 @@ impl WasmRuntime {
         source: ToolSource,
         bytes: Vec<u8>,
     ) -> Result<Vec<WasmTool>, LoadError> {
+        self.load_tools_pinned(source, bytes, None).await
+    }
+
+    /// [`WasmRuntime::load_tools`], refusing the bytes unless their SHA-256 is
+    /// `pin`'s, before they are compiled or any of their code runs.
+    pub async fn load_tools_pinned(
+        &self,
+        source: ToolSource,
+        bytes: Vec<u8>,
+        pin: Option<&Pin>,
+    ) -> Result<Vec<WasmTool>, LoadError> {
         let fail = |kind| LoadError {
             plugin: source.clone(),
             kind,
         };
-        if let Some(problem) = diagnose::header_problem(&bytes) {
-            return Err(fail(LoadErrorKind::Compile(problem)));
-        }
         let len = bytes.len();
         let compile_failed = |e: wasmtime::Error| {
             fail(LoadErrorKind::Compile(diagnose::compile_problem(
@@ -95,13 +122,26 @@ impl WasmRuntime {
             )))
         };
         let runtime = self.clone();
+        let pinned = pin.map(|pin| pin.sha256);
+        // The digest of exactly these bytes, the ones compiled below.
         let (bytes, sha256, cached) = tokio::task::spawn_blocking(move || {
             let sha256 = hex::encode(Sha256::digest(&bytes));
-            let cached = runtime.cached(&sha256);
+            let refused = pinned.is_some_and(|pinned| !pinned.matches(&sha256));
+            let cached = if refused {
+                None
+            } else {
+                runtime.cached(&sha256)
+            };
             (bytes, sha256, cached)
         })
         .await
         .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?;
+        if let Some(pin) = pin {
+            pin.check(&source, &sha256)?;
+        }
+        if let Some(problem) = diagnose::header_problem(&bytes) {
+            return Err(fail(LoadErrorKind::Compile(problem)));
+        }
         let component = match cached {
             Some(component) => component,
             None => self

@@ -2,7 +2,7 @@
 //! sandboxed instance for every call.
 
 mod bindings;
-mod cache;
+pub mod cache;
 pub mod check;
 mod diagnose;
 pub(crate) mod fds;

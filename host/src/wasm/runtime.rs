@@ -286,6 +286,18 @@ impl WasmRuntime {
         self.inner.cache.as_ref().map(CompileCache::dir)
     }
 
+    /// Trims the compile cache, if there is one: removes the entries that no load
+    /// used for a week, then, while it is over `max_size` bytes, those used longest
+    /// ago but not since `used_since` (see [`super::cache`]). Blocking.
+    pub fn trim_cache(
+        &self,
+        used_since: std::time::SystemTime,
+        max_size: u64,
+    ) -> Option<super::cache::Trimmed> {
+        let cache = self.inner.cache.as_ref()?;
+        Some(cache.trim(used_since, max_size))
+    }
+
     /// The component whose bytes hash to `sha256`, if the compile cache holds it.
     /// Blocking: it maps the file.
     pub(crate) fn cached(&self, sha256: &str) -> Option<Component> {

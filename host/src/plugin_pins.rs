@@ -1,0 +1,299 @@
+//! Pins: piton.toml's `sha256 = "…"` for a plugin file or a tool, so that only the
+//! component a user checked runs. A component whose SHA-256 is not its pin's is
+//! refused, the message naming the file, both digests and the fix; the other plugins
+//! still load.
+//!
+//! ```toml
+//! [plugins."word_count.wasm"]    # a file of the plugins folder, by its file name
+//! sha256 = "<64 hex digits>"     # as `piton inspect` (or `sha256sum FILE`) prints it
+//!
+//! [tools.fetch_url]              # a tool, by the name it gives itself
+//! sha256 = "<64 hex digits>"     # the digest of the file that provides it
+//! ```
+//!
+//! A file's pin is checked on the digest of the very bytes that are compiled (or
+//! whose compiled code the cache holds under that digest), before the component is
+//! compiled or any of its code runs. A tool's pin is checked once the component's
+//! tools are known (their names come from the component, read in an instance with no
+//! capabilities), on the same digest; a mismatch refuses the whole file, each of its
+//! tools. Pin the file to be sure a file replaced by one that names its tool
+//! differently is refused too.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{LoadError, LoadErrorKind};
+use crate::source::ToolSource;
+
+/// A SHA-256 digest, as a pin gives it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256([u8; 32]);
+
+impl Sha256 {
+    /// The digest written as 64 hexadecimal digits (either case), or what is wrong
+    /// with `text` and how to write it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let how = "write the 64 hexadecimal digits that `piton inspect NAME` prints \
+                   (or `sha256sum FILE`), such as sha256 = \"9f86d081884c7d65…\"";
+        let digits = text.trim();
+        if digits.len() != 64 {
+            return Err(format!(
+                "{:?} is {} characters, not the 64 hexadecimal digits of a SHA-256; {how}",
+                one_line(digits),
+                digits.chars().count()
+            ));
+        }
+        let mut bytes = [0_u8; 32];
+        hex::decode_to_slice(digits, &mut bytes).map_err(|_| {
+            format!(
+                "{:?} is not hexadecimal (only 0-9 and a-f); {how}",
+                one_line(digits)
+            )
+        })?;
+        Ok(Self(bytes))
+    }
+
+    /// Whether `hex` (a digest as piton computes it) is this one.
+    pub fn matches(&self, hex: &str) -> bool {
+        Self::parse(hex).is_ok_and(|other| other == *self)
+    }
+}
+
+impl std::fmt::Display for Sha256 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl std::fmt::Debug for Sha256 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Sha256({self})")
+    }
+}
+
+/// What piton.toml pins: files of the plugins folder by file name, and tools by the
+/// name they give themselves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pins {
+    /// `[plugins."FILE.wasm"] sha256`, by file name.
+    pub files: BTreeMap<String, Sha256>,
+    /// `[tools.NAME] sha256`, by tool name.
+    pub tools: BTreeMap<String, Sha256>,
+}
+
+impl Pins {
+    /// Whether nothing is pinned.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.tools.is_empty()
+    }
+
+    /// The pin of the plugins folder's file `file`, if any.
+    pub fn file(&self, file: &Path) -> Option<Pin> {
+        let name = file.file_name()?.to_str()?;
+        let sha256 = *self.files.get(name)?;
+        Some(Pin {
+            sha256,
+            section: file_section(name),
+        })
+    }
+
+    /// The pin of the tool named `name`, if any.
+    pub fn tool(&self, name: &str) -> Option<Pin> {
+        let sha256 = *self.tools.get(name)?;
+        Some(Pin {
+            sha256,
+            section: format!("[tools.{name}]"),
+        })
+    }
+}
+
+/// One pin: the digest, and the piton.toml section that gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pin {
+    /// The digest pinned.
+    pub sha256: Sha256,
+    /// The section as written in piton.toml: `[plugins."a.wasm"]`, `[tools.a]`.
+    pub section: String,
+}
+
+impl Pin {
+    /// `Ok` when `actual` (the component's digest, in hex) is the one pinned; else
+    /// the error that refuses `plugin`, naming both digests and the fix.
+    pub fn check(&self, plugin: &ToolSource, actual: &str) -> Result<(), LoadError> {
+        if self.sha256.matches(actual) {
+            return Ok(());
+        }
+        Err(LoadError {
+            plugin: plugin.clone(),
+            kind: LoadErrorKind::Pinned {
+                section: self.section.clone(),
+                pinned: self.sha256.to_string(),
+                actual: actual.to_owned(),
+            },
+        })
+    }
+}
+
+/// The section that pins the plugins folder's file `name`: `[plugins."name"]`.
+pub fn file_section(name: &str) -> String {
+    format!("[plugins.{}]", toml_key(name))
+}
+
+/// `name` as a quoted TOML key.
+fn toml_key(name: &str) -> String {
+    let mut out = String::from("\"");
+    for c in name.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `text` cut to 80 characters, for quoting a wrong value in one line.
+fn one_line(text: &str) -> String {
+    text.chars().take(80).collect()
+}
+
+/// A `[plugins."FILE.wasm"]` section as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlugin {
+    sha256: Option<String>,
+}
+
+/// On error: the key (`plugins."a.wasm".sha256`) and what is wrong with it.
+type KeyError = (String, String);
+
+/// The file pins of the `[plugins."FILE.wasm"]` sections, by file name.
+pub(crate) fn parse_files(
+    raw: BTreeMap<String, RawPlugin>,
+) -> Result<BTreeMap<String, Sha256>, KeyError> {
+    let mut files = BTreeMap::new();
+    for (name, section) in raw {
+        let key = format!("plugins.{}", toml_key(&name));
+        let path = Path::new(&name);
+        let plain = path.file_name().is_some_and(|f| f == path.as_os_str())
+            && path.extension().is_some_and(|e| e == "wasm");
+        if !plain {
+            return Err((
+                key,
+                "a pin names a file of the plugins folder by its file name alone, ending in \
+                 .wasm, such as [plugins.\"word_count.wasm\"] (piton loads only the .wasm \
+                 files directly in that folder)"
+                    .to_owned(),
+            ));
+        }
+        let Some(text) = section.sha256 else {
+            return Err((
+                format!("{key}.sha256"),
+                "is missing: a [plugins.\"FILE.wasm\"] section pins the file; write \
+                 sha256 = \"…\" with the digest `piton inspect` prints, or remove the section"
+                    .to_owned(),
+            ));
+        };
+        let sha256 = Sha256::parse(&text).map_err(|m| (format!("{key}.sha256"), m))?;
+        files.insert(name, sha256);
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    #[test]
+    fn a_digest_parses_in_either_case_and_prints_in_lower_case() {
+        let lower = Sha256::parse(DIGEST).expect("parses");
+        let upper = Sha256::parse(&DIGEST.to_uppercase()).expect("parses");
+        assert_eq!(lower, upper);
+        assert_eq!(lower.to_string(), DIGEST);
+        assert!(lower.matches(DIGEST));
+        assert!(lower.matches(&DIGEST.to_uppercase()));
+        assert!(!lower.matches(&DIGEST.replace('9', "8")));
+        assert!(!lower.matches("not a digest"));
+    }
+
+    #[test]
+    fn a_malformed_digest_says_what_to_write() {
+        for (text, says) in [
+            (String::new(), "is 0 characters"),
+            ("abc".to_owned(), "is 3 characters"),
+            (DIGEST[..63].to_owned(), "is 63 characters"),
+            (format!("{DIGEST}0"), "is 65 characters"),
+            (format!("sha256:{}", &DIGEST[7..]), "not hexadecimal"),
+            (DIGEST.replace('9', "g"), "not hexadecimal"),
+        ] {
+            let error = Sha256::parse(&text).expect_err(&text);
+            assert!(error.contains(says), "{text}: {error}");
+            assert!(error.contains("piton inspect"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_mismatch_names_the_section_and_both_digests() {
+        let pin = Pins {
+            files: [("a.wasm".to_owned(), Sha256::parse(DIGEST).expect("parses"))].into(),
+            tools: BTreeMap::new(),
+        }
+        .file(Path::new("/plugins/a.wasm"))
+        .expect("pinned");
+        let source = ToolSource::File("/plugins/a.wasm".into());
+        assert!(pin.check(&source, DIGEST).is_ok());
+        let other = "0".repeat(64);
+        let error = pin.check(&source, &other).expect_err("refused").to_string();
+        assert!(error.starts_with("/plugins/a.wasm: "), "{error}");
+        assert!(error.contains("[plugins.\"a.wasm\"]"), "{error}");
+        assert!(error.contains(DIGEST) && error.contains(&other), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn a_file_pin_names_a_wasm_file_by_its_name_and_gives_a_digest() {
+        let raw = |name: &str, sha256: Option<&str>| {
+            [(
+                name.to_owned(),
+                RawPlugin {
+                    sha256: sha256.map(str::to_owned),
+                },
+            )]
+            .into()
+        };
+        let files = parse_files(raw("a.wasm", Some(DIGEST))).expect("parses");
+        assert_eq!(files["a.wasm"].to_string(), DIGEST);
+        for (name, sha256, key, says) in [
+            (
+                "sub/a.wasm",
+                Some(DIGEST),
+                "plugins.\"sub/a.wasm\"",
+                "file name alone",
+            ),
+            (
+                "a.txt",
+                Some(DIGEST),
+                "plugins.\"a.txt\"",
+                "ending in .wasm",
+            ),
+            ("..", Some(DIGEST), "plugins.\"..\"", "file name alone"),
+            ("a.wasm", None, "plugins.\"a.wasm\".sha256", "is missing"),
+            (
+                "a.wasm",
+                Some("12"),
+                "plugins.\"a.wasm\".sha256",
+                "2 characters",
+            ),
+        ] {
+            let (got, message) = parse_files(raw(name, sha256)).expect_err(name);
+            assert_eq!(got, key, "{name}: {message}");
+            assert!(message.contains(says), "{name}: {message}");
+        }
+    }
+}
