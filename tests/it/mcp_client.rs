@@ -212,10 +212,14 @@ pub(crate) struct StdioPiton {
 impl StdioPiton {
     /// Starts `piton serve --plugins folder` and initializes the session.
     pub(crate) fn start(folder: &std::path::Path) -> Self {
-        let mut child = piton()
-            .arg("serve")
-            .arg("--plugins")
-            .arg(folder)
+        let mut command = piton();
+        command.arg("serve").arg("--plugins").arg(folder);
+        Self::spawn(command)
+    }
+
+    /// Starts `command`, a `piton serve` on stdio, and initializes the session.
+    pub(crate) fn spawn(mut command: std::process::Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -246,13 +250,14 @@ impl StdioPiton {
         piton
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         writeln!(stdin, "{message}").expect("write");
         stdin.flush().expect("flush");
     }
 
-    fn next(&self) -> Value {
+    /// The next message from piton.
+    pub(crate) fn next(&self) -> Value {
         self.messages
             .recv_timeout(ANSWER)
             .unwrap_or_else(|e| panic!("no message ({e}); stderr:\n{}", self.running.stderr.text()))
