@@ -358,11 +358,12 @@ fn the_pod_runs_non_root_on_a_read_only_root_with_its_mounts_where_piton_looks()
     let grace = pod["terminationGracePeriodSeconds"]
         .as_u64()
         .expect("a grace period");
+    // The grace for calls in flight, then the time their answers get to be written.
+    let piton = piton_host::serve::DEFAULT_GRACE + piton_host::serve::SHUTDOWN_FLUSH;
     assert!(
-        grace > pre_stop + piton_host::serve::SHUTDOWN_GRACE.as_secs(),
-        "terminationGracePeriodSeconds {grace} leaves piton less than its {:?} after \
-         preStop's {pre_stop} s",
-        piton_host::serve::SHUTDOWN_GRACE
+        grace > pre_stop + piton.as_secs(),
+        "terminationGracePeriodSeconds {grace} leaves piton less than its {piton:?} after \
+         preStop's {pre_stop} s"
     );
 }
 

@@ -250,13 +250,14 @@ impl StdioPiton {
         piton
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         writeln!(stdin, "{message}").expect("write");
         stdin.flush().expect("flush");
     }
 
-    fn next(&self) -> Value {
+    /// The next message from piton.
+    pub(crate) fn next(&self) -> Value {
         self.messages
             .recv_timeout(ANSWER)
             .unwrap_or_else(|e| panic!("no message ({e}); stderr:\n{}", self.running.stderr.text()))

@@ -25,9 +25,11 @@ mod load;
 mod new;
 mod out;
 mod serve;
+mod signal;
 
 use load::{PluginsArg, load, loader};
 use out::Outcome;
+use signal::stop_signal;
 
 /// Runs WebAssembly agent tools in a sandbox that enforces what they declare.
 #[derive(Debug, Parser)]
@@ -73,7 +75,7 @@ enum Command {
         json: bool,
     },
     /// Serve every tool over MCP: on stdin/stdout until stdin closes, or over
-    /// Streamable HTTP with --http until Ctrl-C/SIGTERM. A plugins folder is watched:
+    /// Streamable HTTP with --http; Ctrl-C or SIGTERM stops either gracefully. A plugins folder is watched:
     /// changes reload the tools and clients are told (tools/list_changed).
     Serve {
         #[command(flatten)]
@@ -84,8 +86,18 @@ enum Command {
         /// who can reach it call the tools.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// With --http, also answer requests whose Host (or Origin) is HOST: the name
+        /// clients use for a load balancer or proxy in front of piton. On any port, or
+        /// only on PORT if given. Repeat it for more names.
+        #[arg(long = "allow-host", value_name = "HOST[:PORT]", requires = "http")]
+        allow_host: Vec<crate::serve::AllowedHost>,
         #[command(flatten)]
         limits: serve::HttpLimitsArg,
+        /// On SIGTERM or Ctrl-C, how long the calls in flight get to answer before
+        /// those still running are answered with an error; then piton exits 0.
+        #[arg(long, value_name = "DURATION", default_value = "15s",
+              value_parser = crate::parse::parse_duration)]
+        shutdown_grace: std::time::Duration,
     },
     /// Build a tool project (Rust, Python, JavaScript or C) or a single source file
     /// (tools.py, tools.js, tool.c) into a component, and print its path.
@@ -136,6 +148,9 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(run(cli.command));
+    // `serve` stopped by a signal may leave a blocking read of a terminal's stdin
+    // behind; a plain drop of the runtime would wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match outcome {
         Ok(outcome) => ExitCode::from(outcome as u8),
         // A closed pipe (`piton list | head`) is not a failure.
@@ -195,8 +210,17 @@ async fn run(command: Command) -> io::Result<Outcome> {
         Command::Serve {
             plugins,
             http,
+            allow_host,
             limits,
-        } => Ok(serve::serve(plugins, http.as_deref(), limits.limits()).await),
+            shutdown_grace,
+        } => {
+            let http = http.map(|addr| serve::Http {
+                addr,
+                limits: limits.limits(),
+                allowed_hosts: allow_host,
+            });
+            Ok(serve::serve(plugins, http, shutdown_grace).await)
+        }
         Command::Build { path, out } => {
             Ok(tokio::task::spawn_blocking(move || build::build(path, out))
                 .await
@@ -218,9 +242,22 @@ where
     let Some(loader) = loader(arg) else {
         return Ok(Outcome::Usage);
     };
-    let outcome = match load(&loader).await {
-        Some(registry) => command(registry).await,
-        None => Ok(Outcome::Usage),
+    // Ctrl-C or SIGTERM stops the command, not the process: the upstream servers are
+    // still closed below (a stdio server that does not end when its input closes
+    // would otherwise outlive piton).
+    let signal = stop_signal();
+    let work = async {
+        match load(&loader).await {
+            Some(registry) => command(registry).await,
+            None => Ok(Outcome::Usage),
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = work => outcome,
+        signal = signal => {
+            eprintln!("piton: {}: stopped; closing the upstream MCP servers", signal.name());
+            Ok(signal.outcome())
+        }
     };
     loader.close().await;
     outcome
@@ -237,6 +274,24 @@ mod tests {
             Command::Serve { limits, .. } => Ok(limits.limits()),
             other => panic!("not serve: {other:?}"),
         }
+    }
+
+    #[test]
+    fn serve_shutdown_grace_defaults_to_the_documented_one_and_parses_durations() {
+        let grace = |args: &[&str]| -> Result<std::time::Duration, clap::Error> {
+            let cli = Cli::try_parse_from(["piton", "serve"].iter().chain(args))?;
+            match cli.command {
+                Command::Serve { shutdown_grace, .. } => Ok(shutdown_grace),
+                other => panic!("not serve: {other:?}"),
+            }
+        };
+        assert_eq!(grace(&[]).expect("parses"), crate::serve::DEFAULT_GRACE);
+        assert_eq!(
+            grace(&["--shutdown-grace", "2m"]).expect("parses"),
+            std::time::Duration::from_secs(120)
+        );
+        assert!(grace(&["--shutdown-grace", "0s"]).is_err());
+        assert!(grace(&["--shutdown-grace", "later"]).is_err());
     }
 
     #[test]

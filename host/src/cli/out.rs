@@ -12,6 +12,10 @@ pub(super) enum Outcome {
     ErrorResult = 1,
     Usage = 2,
     Stopped = 3,
+    /// Ended by SIGINT (Ctrl-C): 128 + 2.
+    Interrupted = 130,
+    /// Ended by SIGTERM: 128 + 15.
+    Terminated = 143,
 }
 
 /// `value` as indented JSON.

@@ -7,8 +7,9 @@ use clap::Args as ClapArgs;
 
 use super::load::{PluginsArg, load, loader};
 use super::out::Outcome;
+use super::signal::stop_signal;
 use crate::plugins::FolderWatch;
-use crate::serve::{self, HttpLimits, Served};
+use crate::serve::{self, AllowedHost, HttpLimits, Served};
 
 /// What `serve --http` holds open for its clients, at most.
 #[derive(Debug, ClapArgs)]
@@ -59,13 +60,30 @@ impl HttpLimitsArg {
     }
 }
 
+/// `serve --http`'s settings.
+pub(super) struct Http {
+    /// Where to listen, as given.
+    pub(super) addr: String,
+    pub(super) limits: HttpLimits,
+    /// Names besides the bound address that requests may give as Host.
+    pub(super) allowed_hosts: Vec<AllowedHost>,
+}
+
 /// Serves the registry over MCP, on stdio (stdout carries only the protocol) or on
 /// HTTP at `http`, reloading it when the plugins folder changes.
-pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpLimits) -> Outcome {
+///
+/// SIGTERM or SIGINT stops it: no new connections or calls, the calls in flight get
+/// `grace` to answer (those still running then answer with an error), then the
+/// upstream servers are closed and it exits 0.
+pub(super) async fn serve(
+    plugins: PluginsArg,
+    http: Option<Http>,
+    grace: std::time::Duration,
+) -> Outcome {
     // A bad address fails before anything is loaded.
     let listener = match http {
-        Some(addr) => match listen(addr).await {
-            Ok(listener) => Some(listener),
+        Some(http) => match listen(&http.addr).await {
+            Ok(listener) => Some((listener, http)),
             Err(message) => {
                 eprintln!("error: {message}");
                 return Outcome::Usage;
@@ -97,6 +115,12 @@ pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpL
             },
         ));
     }
+    // From here a signal stops serving gracefully rather than killing the process
+    // (made now, so the handlers are in place before `listening on` is printed).
+    let signal = stop_signal();
+    let stop = async move {
+        signal.await;
+    };
     let ended = match listener {
         None => {
             tracing::info!(tools = served.registry().len(), "serving MCP on stdio");
@@ -104,24 +128,32 @@ pub(super) async fn serve(plugins: PluginsArg, http: Option<&str>, limits: HttpL
             // threads (a hand-off per message): ~60-85 µs less per call, measured by
             // benches/mcp.rs. A terminal or file falls back to the blocking handles.
             let (stdin, stdout) = rmcp::transport::stdio_pipes();
-            serve::serve(served, stdin, stdout).await
+            serve::serve_until(served, stdin, stdout, stop, grace).await
         }
-        Some(listener) => {
-            let shutdown = shutdown_signal();
+        Some((listener, http)) => {
             match listener.local_addr() {
                 Ok(addr) => {
                     if !addr.ip().is_loopback() {
                         eprintln!(
                             "warning: serving on {addr}, not a loopback address: anyone who can \
                              reach it can call every tool (there is no authentication); only \
-                             requests that address it by IP are answered"
+                             requests that address it by IP (or by a name given with \
+                             --allow-host) are answered"
                         );
                     }
                     eprintln!("listening on http://{addr}{}", serve::MCP_PATH);
                 }
                 Err(e) => eprintln!("warning: cannot read the listening address: {e}"),
             }
-            serve::serve_http(served, listener, limits, shutdown).await
+            serve::serve_http(
+                served,
+                listener,
+                http.limits,
+                stop,
+                grace,
+                http.allowed_hosts,
+            )
+            .await
         }
     };
     loader.close().await;
@@ -153,33 +185,4 @@ async fn listen(addr: &str) -> Result<tokio::net::TcpListener, String> {
              one) or an address of this machine, e.g. --http 127.0.0.1:0"
         )
     })
-}
-
-/// Resolves on Ctrl-C or SIGTERM. The handlers are in place when this returns, so
-/// a signal sent right after is not lost (nor kills the process).
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    #[cfg(unix)]
-    let signals = {
-        use tokio::signal::unix::{SignalKind, signal};
-        signal(SignalKind::terminate())
-            .and_then(|term| Ok((term, signal(SignalKind::interrupt())?)))
-    };
-    async move {
-        #[cfg(unix)]
-        match signals {
-            Ok((mut term, mut interrupt)) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = interrupt.recv() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch for SIGTERM; Ctrl-C still stops");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-        tracing::info!("stopping: a signal arrived");
-    }
 }

@@ -4,7 +4,9 @@
 //!
 //! A call goes through [`Registry::call`]: content becomes a result, an error result
 //! becomes `isError`, an unknown tool is invalid params and any other failure (a
-//! trap) an internal error.
+//! trap) an internal error. A call made while piton is stopping is refused, and one
+//! still running when the stop's grace is over is ended, each with a JSON-RPC error
+//! that says so (stop.rs).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -12,13 +14,41 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde_json::Value;
 
+use super::stop::Calls;
 use crate::error::CallError;
 use crate::registry::Registry;
 use crate::tool::{Content, DONE};
 
-/// Calls `name` with `arguments` (none is `{}`) on `registry` and gives the MCP
-/// answer: a result, or the JSON-RPC error.
+/// Calls `name` with `arguments` (none is `{}`) on `registry`, counted among
+/// `calls`, and gives the MCP answer: a result, or the JSON-RPC error.
 pub(super) async fn call_tool(
+    registry: &Registry,
+    calls: &Calls,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Result<CallToolResult, ErrorData> {
+    let _in_flight = match calls.start(name) {
+        Ok(entry) => entry,
+        Err(refused) => return Err(ErrorData::internal_error(refused.to_string(), None)),
+    };
+    tracing::debug!(tool = name, "tools/call started");
+    tokio::select! {
+        answer = call(registry, name, arguments) => answer,
+        // Dropping the call stops its instance (or its upstream request).
+        grace = calls.cut() => Err(ErrorData::internal_error(
+            format!(
+                "tool `{name}` was stopped before it answered: piton is shutting down, and \
+                 the call was still running after the {grace:?} it waits for calls in \
+                 flight (--shutdown-grace); send it again, to another replica or once \
+                 piton has restarted"
+            ),
+            None,
+        )),
+    }
+}
+
+/// The call itself.
+async fn call(
     registry: &Registry,
     name: &str,
     arguments: Option<JsonObject>,

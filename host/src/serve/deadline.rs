@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::limits::HttpLimits;
+use super::stop::InFlight;
 
 /// Where a connection is, and since when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,11 +260,23 @@ impl<B: Body + Unpin> Body for RequestBody<B> {
 pub(super) struct ResponseBody<B> {
     inner: B,
     phases: Phases,
+    /// Counts the request as in flight until the answer is sent (see `stop`).
+    _in_flight: Option<InFlight>,
 }
 
 impl<B> ResponseBody<B> {
     pub(super) fn new(inner: B, phases: Phases) -> Self {
-        Self { inner, phases }
+        Self {
+            inner,
+            phases,
+            _in_flight: None,
+        }
+    }
+
+    /// Keeps `in_flight` until the body is sent or dropped.
+    pub(super) fn holding(mut self, in_flight: Option<InFlight>) -> Self {
+        self._in_flight = in_flight;
+        self
     }
 }
 

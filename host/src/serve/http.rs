@@ -3,24 +3,30 @@
 //! hyper; and beside it `/healthz`, `/readyz` and `/metrics` (see `probes`).
 //!
 //! DNS-rebinding protection: a request whose `Host` (or a present `Origin`) does not
-//! name this server by its bound address gets 403 before anything else looks at
-//! it. rmcp's own Host/Origin lists are turned off in favour of [`HostCheck`]: they
-//! cannot express the rule for a server bound to every interface (any IP literal,
-//! no names), and one check is easier to trust than two.
+//! name this server (see [`HostCheck`]) gets 403 before anything else looks at it.
+//! rmcp's own Host/Origin lists are turned off in favour of it: they cannot express
+//! the rule for a server bound to every interface (any IP literal, no names), and one
+//! check is easier to trust than two.
 //!
 //! Clients cannot hold it open ([`HttpLimits`]): a request's head and body must
 //! arrive in time and an idle connection is closed (see `deadline`), connections past
 //! the limit wait in the listen backlog, sessions past the limit are refused with 503
 //! (see `sessions`), and a request body is at most [`MAX_BODY`].
+//!
+//! Stopping (`shutdown` resolves): the listener is closed, so new connections are
+//! refused; new calls are refused with an error; kept-alive connections close once
+//! their current answer is sent; requests in flight get the grace to finish, then the
+//! calls still running answer with an error (see `stop`); once every answer is
+//! written the sessions end and the server returns.
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
@@ -32,18 +38,16 @@ use tokio::task::JoinSet;
 
 use super::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
 use super::ends_with_answer::EndsWithAnswer;
+use super::host_check::{AllowedHost, HostCheck};
 use super::limits::HttpLimits;
 use super::probes;
 use super::served::Served;
 use super::session::{ServeError, Session};
 use super::sessions::{self, BoundedSessions};
+use super::stop::{Count, FLUSH};
 
 /// The path MCP is served at; every other path is 404.
 pub const MCP_PATH: &str = "/mcp";
-
-/// How long connections get to finish once shutdown starts (SIGTERM, Ctrl-C):
-/// the Kubernetes manifests in host/deploy give piton this much and more.
-pub const GRACE: Duration = Duration::from_secs(5);
 
 /// The largest request body read (rmcp answers a larger one with 413). MCP requests
 /// are small: arguments, not files.
@@ -57,14 +61,18 @@ const MAX_HEAD: usize = 64 << 10;
 /// How often, at most, the log says that the connection limit is reached.
 const LIMIT_LOG_EVERY: Duration = Duration::from_secs(60);
 
-/// Serves `served` over Streamable HTTP on `listener` within `limits` until
-/// `shutdown` resolves, then stops accepting, ends the sessions and gives open
-/// connections a few seconds to finish.
+/// Serves `served` over Streamable HTTP on `listener` within `limits`, answering
+/// requests that name it by its address or by one of `allowed_hosts`, until
+/// `shutdown` resolves, then stops accepting, lets the requests in flight finish for
+/// up to `grace` (calls still running then answer with an error), writes their
+/// answers and ends the sessions.
 pub async fn serve_http(
     served: Arc<Served>,
     listener: TcpListener,
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
+    grace: Duration,
+    allowed_hosts: Vec<AllowedHost>,
 ) -> Result<(), ServeError> {
     let bound = listener
         .local_addr()
@@ -76,7 +84,10 @@ pub async fn serve_http(
     let sessions_end = config.cancellation_token.clone();
     let probed = served.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(Session::new(served.clone())),
+        {
+            let served = served.clone();
+            move || Ok(Session::new(served.clone()))
+        },
         Arc::new(BoundedSessions::new(
             limits.max_sessions,
             limits.session_timeout,
@@ -84,10 +95,11 @@ pub async fn serve_http(
         config,
     );
     let app = Arc::new(App {
-        check: HostCheck::new(bound),
+        check: HostCheck::new(bound).allowing(allowed_hosts),
         mcp,
         limits,
         served: probed,
+        posts: Arc::default(),
     });
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -143,16 +155,37 @@ pub async fn serve_http(
         }
     }
     drop(listener);
-    sessions_end.cancel();
+    served.calls().stop_taking();
+    // From here `served.stopping()` is true: `/readyz` answers 503.
     let _ = stop.send(true);
-    let drained = tokio::time::timeout(GRACE, async {
+    let in_flight = app.posts.now();
+    tracing::info!(
+        in_flight,
+        "stopping: no new connections or calls; waiting up to {grace:?} for the requests in flight"
+    );
+    if tokio::time::timeout(grace, app.posts.none()).await.is_err() {
+        let cut = served.cut(grace).await;
+        tracing::warn!(
+            cut,
+            "stopping: calls still running after {grace:?} were answered with an error"
+        );
+        if tokio::time::timeout(FLUSH, app.posts.none()).await.is_err() {
+            tracing::warn!(
+                open = app.posts.now(),
+                "stopping: requests still unanswered after {FLUSH:?} more are cut"
+            );
+        }
+    }
+    // Every answer is out: end the sessions and their event streams.
+    sessions_end.cancel();
+    let drained = tokio::time::timeout(FLUSH, async {
         while connections.join_next().await.is_some() {}
     })
     .await;
     if drained.is_err() {
         tracing::info!(
             open = connections.len(),
-            "closing connections still open after {GRACE:?}"
+            "closing connections still open after {FLUSH:?}"
         );
         connections.shutdown().await;
     }
@@ -188,6 +221,9 @@ async fn connection(
             tally.request();
             phases.request(hyper::body::Body::is_end_stream(request.body()));
             let post = request.method() == http::Method::POST;
+            // A POST (a call, among others) counts until its answer is sent: a stop
+            // waits for it. A GET's event stream is not waited for.
+            let in_flight = post.then(|| app.posts.enter());
             let request = request.map(|body| RequestBody::new(body, phases.clone()));
             async move {
                 let response = app.handle(request).await;
@@ -197,6 +233,7 @@ async fn connection(
                     .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
                 Ok::<_, Infallible>(response.map(|body| {
                     ResponseBody::new(EndsWithAnswer::new(body, post && events), phases)
+                        .holding(in_flight)
                 }))
             }
         })
@@ -250,6 +287,8 @@ struct App {
     mcp: StreamableHttpService<Session, BoundedSessions>,
     limits: HttpLimits,
     served: Arc<Served>,
+    /// POST requests whose answer is not yet sent.
+    posts: Arc<Count>,
 }
 
 impl App {
@@ -305,209 +344,4 @@ fn text(status: StatusCode, message: String) -> Response<Body> {
         header::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
-}
-
-/// Which `Host` and `Origin` values name this server.
-///
-/// The port must be the bound one. The host must be the bound IP; for a loopback
-/// address also `localhost`; for an unspecified one (`0.0.0.0`, `::`) any IP
-/// literal or `localhost`. A DNS name is never accepted otherwise: rebinding
-/// needs one, an IP literal cannot be rebound. A present `Origin` must be `http://`
-/// such a host and port.
-#[derive(Clone, Debug)]
-pub struct HostCheck {
-    bound: SocketAddr,
-}
-
-/// Whether an Origin's authority and a Host header name the same host and port.
-fn same_place(origin: &http::uri::Authority, host: &str) -> bool {
-    host.parse::<http::uri::Authority>().is_ok_and(|host| {
-        host.host().eq_ignore_ascii_case(origin.host())
-            && host.port_u16().unwrap_or(80) == origin.port_u16().unwrap_or(80)
-    })
-}
-
-impl HostCheck {
-    /// The check for a server listening on `bound`.
-    pub fn new(bound: SocketAddr) -> Self {
-        Self { bound }
-    }
-
-    /// `Ok` when the request names this server, else why not.
-    pub fn check(&self, uri: &http::Uri, headers: &HeaderMap) -> Result<(), &'static str> {
-        let host = headers
-            .get(header::HOST)
-            .ok_or("the request has no Host header")?;
-        let host = host.to_str().map_err(|_| "the Host header is not text")?;
-        if !self.allows("http", host) {
-            return Err("the Host header does not name this server");
-        }
-        // An absolute-form request target names a host too; it must agree.
-        if let Some(authority) = uri.authority()
-            && !self.allows(uri.scheme_str().unwrap_or("http"), authority.as_str())
-        {
-            return Err("the request target does not name this server");
-        }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin
-                .to_str()
-                .map_err(|_| "the Origin header is not text")?;
-            let uri: http::Uri = origin
-                .parse()
-                .map_err(|_| "the Origin header is not a URL")?;
-            // Bound to every interface, any IP literal names this server, so the
-            // Origin must also be the very address the request was sent to.
-            let from_here = uri.path_and_query().is_none_or(|p| p.as_str() == "/")
-                && uri.authority().is_some_and(|authority| {
-                    self.allows(uri.scheme_str().unwrap_or(""), authority.as_str())
-                        && (!self.bound.ip().is_unspecified() || same_place(authority, host))
-                });
-            if !from_here {
-                return Err("the Origin header is not this server");
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether `scheme://authority` names this server.
-    fn allows(&self, scheme: &str, authority: &str) -> bool {
-        if !scheme.eq_ignore_ascii_case("http") {
-            return false;
-        }
-        let Ok(authority) = authority.parse::<http::uri::Authority>() else {
-            return false;
-        };
-        if authority.as_str().contains('@') {
-            return false;
-        }
-        if authority.port_u16().unwrap_or(80) != self.bound.port() {
-            return false;
-        }
-        let host = authority.host();
-        let bound = self.bound.ip();
-        if host.eq_ignore_ascii_case("localhost") {
-            return bound.is_loopback() || bound.is_unspecified();
-        }
-        let literal = host.trim_start_matches('[').trim_end_matches(']');
-        match literal.parse::<IpAddr>() {
-            Ok(ip) => bound.is_unspecified() || ip == bound,
-            Err(_) => false,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(bound: &str, host: Option<&str>, origin: Option<&str>) -> Result<(), &'static str> {
-        let mut headers = HeaderMap::new();
-        if let Some(host) = host {
-            headers.insert(header::HOST, host.parse().expect("a header value"));
-        }
-        if let Some(origin) = origin {
-            headers.insert(header::ORIGIN, origin.parse().expect("a header value"));
-        }
-        let uri: http::Uri = "/mcp".parse().expect("a URI");
-        HostCheck::new(bound.parse().expect("an address")).check(&uri, &headers)
-    }
-
-    #[test]
-    fn loopback_accepts_its_address_and_localhost_on_its_port_only() {
-        let bound = "127.0.0.1:8080";
-        for host in ["127.0.0.1:8080", "localhost:8080", "LOCALHOST:8080"] {
-            assert_eq!(check(bound, Some(host), None), Ok(()), "{host}");
-        }
-        for host in [
-            "127.0.0.1",
-            "127.0.0.1:8081",
-            "localhost",
-            "evil.example:8080",
-            "127.0.0.2:8080",
-            "[::1]:8080",
-            "user@127.0.0.1:8080",
-            "localhost.:8080",
-        ] {
-            assert!(check(bound, Some(host), None).is_err(), "{host}");
-        }
-        assert!(check(bound, None, None).is_err(), "no Host");
-    }
-
-    #[test]
-    fn ipv6_loopback_accepts_its_bracketed_address() {
-        assert_eq!(check("[::1]:9000", Some("[::1]:9000"), None), Ok(()));
-        assert_eq!(check("[::1]:9000", Some("localhost:9000"), None), Ok(()));
-        assert!(check("[::1]:9000", Some("127.0.0.1:9000"), None).is_err());
-    }
-
-    #[test]
-    fn port_80_may_be_left_out() {
-        assert_eq!(check("127.0.0.1:80", Some("127.0.0.1"), None), Ok(()));
-        assert_eq!(
-            check("127.0.0.1:80", Some("localhost"), Some("http://localhost")),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn a_present_origin_must_be_this_server_over_http() {
-        let bound = "127.0.0.1:8080";
-        let host = Some("127.0.0.1:8080");
-        for origin in ["http://127.0.0.1:8080", "http://localhost:8080"] {
-            assert_eq!(check(bound, host, Some(origin)), Ok(()), "{origin}");
-        }
-        for origin in [
-            "http://evil.example:8080",
-            "http://evil.example",
-            "https://127.0.0.1:8080",
-            "http://127.0.0.1:8081",
-            "http://127.0.0.1",
-            "null",
-            "",
-            "http://127.0.0.1:8080/page",
-        ] {
-            assert!(check(bound, host, Some(origin)).is_err(), "{origin}");
-        }
-    }
-
-    #[test]
-    fn a_non_loopback_address_accepts_only_itself() {
-        let bound = "192.0.2.7:8080";
-        assert_eq!(check(bound, Some("192.0.2.7:8080"), None), Ok(()));
-        for host in ["localhost:8080", "127.0.0.1:8080", "myhost.lan:8080"] {
-            assert!(check(bound, Some(host), None).is_err(), "{host}");
-        }
-    }
-
-    #[test]
-    fn every_interface_accepts_ip_literals_and_localhost_but_no_names() {
-        let bound = "0.0.0.0:8080";
-        for host in [
-            "192.0.2.7:8080",
-            "127.0.0.1:8080",
-            "localhost:8080",
-            "[::1]:8080",
-        ] {
-            assert_eq!(check(bound, Some(host), None), Ok(()), "{host}");
-        }
-        for host in ["evil.example:8080", "192.0.2.7:8081"] {
-            assert!(check(bound, Some(host), None).is_err(), "{host}");
-        }
-        // The Origin must be the address the request went to, not any IP literal.
-        let host = Some("127.0.0.1:8080");
-        assert_eq!(check(bound, host, Some("http://127.0.0.1:8080")), Ok(()));
-        assert!(check(bound, host, Some("http://203.0.113.5:8080")).is_err());
-        assert!(check(bound, host, Some("http://localhost:8080")).is_err());
-    }
-
-    #[test]
-    fn an_absolute_request_target_must_name_this_server_too() {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::HOST, "127.0.0.1:8080".parse().expect("value"));
-        let check = HostCheck::new("127.0.0.1:8080".parse().expect("an address"));
-        let here: http::Uri = "http://127.0.0.1:8080/mcp".parse().expect("a URI");
-        let there: http::Uri = "http://evil.example:8080/mcp".parse().expect("a URI");
-        assert_eq!(check.check(&here, &headers), Ok(()));
-        assert!(check.check(&there, &headers).is_err());
-    }
 }

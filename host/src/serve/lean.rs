@@ -271,11 +271,14 @@ where
     fn start(&mut self, request: LeanRequest) {
         let LeanRequest { id, params, .. } = request;
         // The call runs on the registry of now to its end, as through rmcp.
-        let registry = self.lean.served.registry();
+        let served = self.lean.served.clone();
+        let registry = served.registry();
         let call = {
             let id = id.clone();
             async move {
-                let answer = answer::call_tool(&registry, &params.name, params.arguments).await;
+                let answer =
+                    answer::call_tool(&registry, served.calls(), &params.name, params.arguments)
+                        .await;
                 answer_line(id, answer)
             }
         };

@@ -161,7 +161,12 @@ impl Peer {
         let lean = Lean::new(Served::new(registry));
         let (client, server) = tokio::io::duplex(capacity);
         let (server_read, server_write) = tokio::io::split(server);
-        let server = tokio::spawn(serve_lean(lean.clone(), server_read, server_write));
+        let server = tokio::spawn(serve_lean(
+            lean.clone(),
+            server_read,
+            server_write,
+            std::future::pending(),
+        ));
         let (read, write) = tokio::io::split(client);
         Self {
             write: Some(write),

@@ -3,11 +3,13 @@
 //!
 //! [`Served`] holds the registry being served; a [`Session`] is one session on
 //! it; [`serve`] runs one over a byte stream (stdio) and [`serve_http`] runs the HTTP
-//! endpoint with its connection, session and time limits.
+//! endpoint with its connection, session and time limits. Both stop on a signal
+//! without cutting calls short (stop.rs).
 
 mod answer;
 mod deadline;
 mod ends_with_answer;
+mod host_check;
 mod http;
 mod lean;
 #[cfg(test)]
@@ -17,10 +19,13 @@ mod probes;
 mod served;
 mod session;
 mod sessions;
+mod stop;
 mod wire;
 
-pub use http::{GRACE as SHUTDOWN_GRACE, HostCheck, MAX_BODY, MCP_PATH, serve_http};
+pub use host_check::{AllowedHost, HostCheck};
+pub use http::{MAX_BODY, MCP_PATH, serve_http};
 pub use limits::HttpLimits;
 pub use probes::{HEALTH_PATH, METRICS_PATH, READY_PATH};
 pub use served::Served;
-pub use session::{ServeError, Session, serve};
+pub use session::{ServeError, Session, serve, serve_until};
+pub use stop::{DEFAULT_GRACE, Drained, FLUSH as SHUTDOWN_FLUSH};

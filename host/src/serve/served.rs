@@ -1,14 +1,17 @@
 //! What `piton serve` serves and how it follows changes: the current registry,
 //! swapped whole when the plugins folder changes, and a generation counter that
-//! every session watches to send `notifications/tools/list_changed`.
+//! every session watches to send `notifications/tools/list_changed`; and its calls in
+//! flight, which a stop waits for (see stop.rs).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::stop::{Calls, Drained, FLUSH};
 use crate::plugins::FolderWatch;
 use crate::registry::Registry;
 
@@ -27,6 +30,8 @@ pub struct Served {
     /// Whether `/readyz` says ready: from the start (the registry is loaded) until
     /// [`Served::set_ready`] says otherwise (shutdown has begun).
     ready: AtomicBool,
+    /// The calls in flight on any registry served, and whether new ones are taken.
+    calls: Calls,
 }
 
 impl std::fmt::Debug for Served {
@@ -48,6 +53,7 @@ impl Served {
             upstreams: Mutex::new(None),
             alive: watch::Sender::new(()),
             ready: AtomicBool::new(true),
+            calls: Calls::default(),
         });
         served.follow(&served.registry());
         served
@@ -69,9 +75,10 @@ impl Served {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
-    /// Whether `/readyz` says ready; see [`Served::set_ready`].
+    /// Whether `/readyz` says ready: see [`Served::set_ready`]; never once a stop has
+    /// begun ([`Served::stopping`]).
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.ready.load(Ordering::Relaxed) && !self.stopping()
     }
 
     /// Serves `registry` from now on and tells every session the tools changed.
@@ -101,6 +108,48 @@ impl Served {
     /// A receiver that wakes on every change after this call.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.generation.subscribe()
+    }
+
+    /// The calls in flight, and whether new ones are taken.
+    pub(super) fn calls(&self) -> &Calls {
+        &self.calls
+    }
+
+    /// Whether a stop has begun ([`Served::drain`]): no new calls are taken.
+    ///
+    /// An HTTP readiness check (`/readyz`) answers 503 from the moment this turns true
+    /// ([`Served::is_ready`]), so that a load balancer sends no more work here.
+    pub fn stopping(&self) -> bool {
+        self.calls.stopping()
+    }
+
+    /// Stops: takes no new calls (each is answered with an error saying piton is
+    /// shutting down), waits for the calls in flight to end, at most `grace`, then
+    /// ends those still running, which answer with an error naming the grace.
+    /// Resolves once every call has answered (or, for a call that does not end when
+    /// told, after a few seconds more).
+    pub async fn drain(&self, grace: Duration) -> Drained {
+        self.calls.stop_taking();
+        let in_flight = self.calls.in_flight().now();
+        let finished = tokio::time::timeout(grace, self.calls.in_flight().none())
+            .await
+            .is_ok();
+        let cut = if finished { 0 } else { self.cut(grace).await };
+        Drained { in_flight, cut }
+    }
+
+    /// Ends the calls still running, the grace of `grace` being over: each answers
+    /// with an error. Gives how many there were.
+    pub(super) async fn cut(&self, grace: Duration) -> usize {
+        let cut = self.calls.in_flight().now();
+        self.calls.cut_now(grace);
+        if tokio::time::timeout(FLUSH, self.calls.in_flight().none())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls told to stop did not end within {FLUSH:?}");
+        }
+        cut
     }
 
     /// Loads again with `reload` each time `watch` reports a change, and serves what

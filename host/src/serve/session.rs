@@ -11,6 +11,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ClientRequest, GetMeta as _,
@@ -47,18 +48,58 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    serve_lean(Lean::new(served), read, write).await
+    serve_lean(Lean::new(served), read, write, std::future::pending()).await
 }
 
-/// [`serve`], with the lean path's state given (tests read its count of answers).
-pub(super) async fn serve_lean<R, W>(lean: Arc<Lean>, read: R, write: W) -> Result<(), ServeError>
+/// [`serve`], until the peer closes `read` or `stop` resolves. Then it takes no new
+/// calls, lets those in flight answer for up to `grace` (those still running then
+/// answer with an error; see [`Served::drain`]), writes the answers and returns.
+pub async fn serve_until<R, W>(
+    served: Arc<Served>,
+    read: R,
+    write: W,
+    stop: impl Future<Output = ()>,
+    grace: Duration,
+) -> Result<(), ServeError>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    let lean = Lean::new(served.clone());
+    let drained = async move {
+        stop.await;
+        let drained = served.drain(grace).await;
+        tracing::info!(
+            in_flight = drained.in_flight,
+            cut = drained.cut,
+            "stopping: the calls in flight have answered"
+        );
+    };
+    serve_lean(lean, read, write, drained).await
+}
+
+/// [`serve_until`], with the lean path's state given (tests read its count of
+/// answers). Once `stop` resolves (the calls have been drained), rmcp's loop is
+/// cancelled: it stops reading, writes what its handlers answered and closes.
+pub(super) async fn serve_lean<R, W>(
+    lean: Arc<Lean>,
+    read: R,
+    write: W,
+    stop: impl Future<Output = ()>,
+) -> Result<(), ServeError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    tokio::pin!(stop);
     let session = Session::new(lean.served().clone());
     let transport = BeforeSession::new(LeanTransport::new(lean.clone(), read, write));
-    let running = match session.serve(transport).await {
+    let started = tokio::select! {
+        started = session.serve(transport) => started,
+        // No session yet, so no call in flight to wait for.
+        () = &mut stop => return Ok(()),
+    };
+    let running = match started {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(ServeError(e.to_string())),
@@ -70,11 +111,17 @@ where
             .as_deref()
             .map(|info| &info.protocol_version),
     );
-    running
-        .waiting()
-        .await
-        .map(drop)
-        .map_err(|e| ServeError(e.to_string()))
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let ended = tokio::select! {
+        ended = &mut waiting => ended,
+        () = &mut stop => {
+            cancel.cancel();
+            waiting.await
+        }
+    };
+    ended.map(drop).map_err(|e| ServeError(e.to_string()))
 }
 
 /// The rmcp handler of one session over the served registry.
@@ -211,7 +258,12 @@ impl ServerHandler for Session {
         // The call runs on the registry of now to its end, even if a reload swaps in
         // another one meanwhile.
         let registry = self.served.registry();
-        let call = answer::call_tool(&registry, &request.name, request.arguments);
+        let call = answer::call_tool(
+            &registry,
+            self.served.calls(),
+            &request.name,
+            request.arguments,
+        );
         // A cancelled request drops the call future, which stops the wasm instance;
         // rmcp drops whatever a cancelled request answers, so the error is not sent.
         tokio::select! {
