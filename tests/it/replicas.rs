@@ -87,9 +87,10 @@ backend piton
     balance roundrobin
     # Which replica answered, for the tests' counts.
     http-response set-header X-Replica %s
-    # A TCP check: a replica is up when it accepts connections. Once piton serves
-    # /healthz and /readyz, check readiness instead (so a stopping replica leaves the
-    # rotation before it closes): option httpchk GET /readyz, with a Host it allows.
+    # In rotation while /readyz says ready (a stopping replica says 503 and leaves it
+    # before it closes), asked with the Host the replicas allow: the balancer's own.
+    option httpchk
+    http-check send meth GET uri /readyz hdr Host 127.0.0.1:{port}
     default-server check inter 100ms fall 1 rise 1
 "
     );
