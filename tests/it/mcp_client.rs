@@ -303,12 +303,6 @@ pub(crate) async fn http_request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> http::Response<hyper::body::Incoming> {
-    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .expect("HTTP handshake");
-    tokio::spawn(connection);
     let mut request = http::Request::builder().method(method).uri(path);
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         request = request.header("host", addr.to_string());
@@ -321,6 +315,20 @@ pub(crate) async fn http_request(
             body.to_owned(),
         )))
         .expect("a request");
+    send_once(addr, request).await
+}
+
+/// Sends `request` on a fresh HTTP/1.1 connection to `addr`; its response, in time.
+pub(crate) async fn send_once(
+    addr: std::net::SocketAddr,
+    request: http::Request<http_body_util::Full<bytes::Bytes>>,
+) -> http::Response<hyper::body::Incoming> {
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .expect("HTTP handshake");
+    tokio::spawn(connection);
     tokio::time::timeout(ANSWER, sender.send_request(request))
         .await
         .expect("an answer in time")

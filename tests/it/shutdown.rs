@@ -12,9 +12,9 @@ use piton_tests::guests;
 use serde_json::{Value, json};
 
 use crate::mcp_client::{
-    HttpSession, StdioPiton, body_text, call_params, request, sse_answer, stateless_call,
+    HttpSession, StdioPiton, body_text, call_params, request, send_once, sse_answer, stateless_call,
 };
-use crate::support::{ANSWER, Running, listening, piton, plugins_folder, serve_http_command};
+use crate::support::{Running, listening, piton, plugins_folder, serve_http_command};
 
 /// What piton logs (besides warnings) in these tests: each call's start, and the stop.
 const LOG: &str = "warn,piton_host::serve=debug,piton_host::cli=info";
@@ -40,19 +40,7 @@ fn serve_sleepers(flags: &[&str]) -> (tempfile::TempDir, Running, SocketAddr) {
 /// A 2026-07-28 (sessionless) tools/call of `name` on a connection of its own; the
 /// JSON-RPC message that answers it, or what came instead.
 async fn stateless(addr: SocketAddr, id: u64, name: &str, arguments: Value) -> Value {
-    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .expect("HTTP handshake");
-    tokio::spawn(connection);
-    let response = tokio::time::timeout(
-        ANSWER,
-        sender.send_request(stateless_call(addr, id, name, arguments)),
-    )
-    .await
-    .expect("an answer in time")
-    .expect("an HTTP response");
+    let response = send_once(addr, stateless_call(addr, id, name, arguments)).await;
     let status = response.status();
     let body = body_text(response).await;
     assert_eq!(status, 200, "{body}");
