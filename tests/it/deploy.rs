@@ -153,10 +153,30 @@ fn volume<'a>(deployment: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no volume {name}"))
 }
 
+/// The namespace the tests deploy into, as the kubelet would give it.
+const NAMESPACE: &str = "default";
+
+/// The container's args as the kubelet passes them: each `$(NAME)` replaced by the
+/// value of the container's variable `NAME`.
 fn container_args(container: &Value) -> Vec<String> {
-    serde_json::from_value(container["args"].clone()).expect("args: a list of strings")
+    let args: Vec<String> =
+        serde_json::from_value(container["args"].clone()).expect("args: a list of strings");
+    let env = container_env(container);
+    args.into_iter()
+        .map(|mut arg| {
+            for (name, value) in &env {
+                arg = arg.replace(&format!("$({name})"), value);
+            }
+            assert!(
+                !arg.contains("$("),
+                "{arg}: names a variable the container lacks"
+            );
+            arg
+        })
+        .collect()
 }
 
+/// The container's variables: a `value`, or the pod's namespace (`fieldRef`).
 fn container_env(container: &Value) -> BTreeMap<String, String> {
     container["env"]
         .as_array()
@@ -164,12 +184,35 @@ fn container_env(container: &Value) -> BTreeMap<String, String> {
         .iter()
         .map(|e| {
             let name = e["name"].as_str().expect("env name");
-            (
-                name.to_owned(),
-                e["value"].as_str().expect("env value").to_owned(),
-            )
+            let value = match e["value"].as_str() {
+                Some(value) => value,
+                None => {
+                    let field = &e["valueFrom"]["fieldRef"]["fieldPath"];
+                    assert_eq!(
+                        field, "metadata.namespace",
+                        "{name}: a value or the namespace"
+                    );
+                    NAMESPACE
+                }
+            };
+            (name.to_owned(), value.to_owned())
         })
         .collect()
+}
+
+/// The args without their `--allow-host NAME` pairs, and those names.
+fn split_allowed_hosts(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut rest = Vec::new();
+    let mut allowed = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--allow-host" {
+            allowed.push(args.next().expect("--allow-host NAME").clone());
+        } else {
+            rest.push(arg.clone());
+        }
+    }
+    (rest, allowed)
 }
 
 #[test]
@@ -224,12 +267,13 @@ fn the_deployment_serves_what_the_image_runs_on_the_service_port_and_probes_it()
     let deployment = manifest("deployment.yaml");
     let container = container(&deployment);
     let args = container_args(container);
-    assert_eq!(
-        args,
-        image_command()[1..],
-        "the image's own command, spelled out"
-    );
     assert_flags_exist(&args, "deployment.yaml");
+    // The image's own command, spelled out, and the names of the Service.
+    let (command, allowed) = split_allowed_hosts(&args);
+    assert_eq!(command, image_command()[1..]);
+    let service_names = ["", ".default", ".default.svc", ".default.svc.cluster.local"]
+        .map(|suffix| format!("piton{suffix}"));
+    assert_eq!(allowed, service_names, "clients name the Service");
     let port = port_of(flag(&args, "--http").expect("--http"));
     let ports = container["ports"].as_array().expect("ports");
     assert_eq!(ports.len(), 1);
@@ -420,8 +464,10 @@ fn run_the_deployment() -> (crate::support::Running, u16, tempfile::TempDir) {
         }
     }
     for (name, value) in container_env(container) {
-        assert!(value.starts_with('/'), "{name}: a path in the pod");
-        command.env(name, at(&value));
+        if name.starts_with("PITON_") {
+            assert!(value.starts_with('/'), "{name}: a path in the pod");
+            command.env(name, at(&value));
+        }
     }
     let (running, addr) = listening(command);
     let (cache, _) = mount(container, "cache");
@@ -443,38 +489,43 @@ fn run_the_deployment() -> (crate::support::Running, u16, tempfile::TempDir) {
 }
 
 #[tokio::test]
-async fn the_deployment_command_answers_a_client_of_the_service_by_its_cluster_ip() {
+async fn the_deployment_command_answers_a_client_of_the_service_by_its_ip_or_names() {
     let (_piton, port, _root) = run_the_deployment();
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    // What a client of the Service sends: the cluster IP and the Service port.
-    let host = format!("10.96.0.12:{port}");
     let message = request(0, "initialize", initialize_params()).to_string();
-    let mut answer = http_request(
-        local,
-        "POST",
-        "/mcp",
-        &[
-            ("host", host.as_str()),
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-        ],
-        &message,
-    )
-    .await;
-    assert_eq!(answer.status(), 200);
-    let init = sse_until(&mut answer, |m| m["id"] == 0).await;
-    assert_eq!(init["result"]["serverInfo"]["name"], "piton", "{init}");
-    // A name is refused (DNS rebinding), until piton can be told which names are its own.
-    let by_name = format!("piton.default.svc.cluster.local:{port}");
-    let refused = http_request(
-        local,
-        "POST",
-        "/mcp",
-        &[("host", by_name.as_str())],
-        &message,
-    )
-    .await;
-    assert_eq!(refused.status(), 403);
+    // What a client of the Service sends: the cluster IP or a name of the Service, and
+    // the Service port.
+    for host in [
+        "10.96.0.12",
+        "piton",
+        "piton.default",
+        "piton.default.svc",
+        "piton.default.svc.cluster.local",
+    ] {
+        let host = format!("{host}:{port}");
+        let mut answer = http_request(
+            local,
+            "POST",
+            "/mcp",
+            &[
+                ("host", host.as_str()),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ],
+            &message,
+        )
+        .await;
+        assert_eq!(answer.status(), 200, "Host: {host}");
+        let init = sse_until(&mut answer, |m| m["id"] == 0).await;
+        assert_eq!(init["result"]["serverInfo"]["name"], "piton", "{init}");
+    }
+    // Any other name is refused (DNS rebinding): another namespace's, a web page's.
+    for host in ["piton.other.svc.cluster.local", "attacker.example"] {
+        let host = format!("{host}:{port}");
+        let refused =
+            http_request(local, "POST", "/mcp", &[("host", host.as_str())], &message).await;
+        assert_eq!(refused.status(), 403, "Host: {host}");
+    }
 }
 
 #[tokio::test]
