@@ -6,8 +6,9 @@
 use std::path::Path;
 use std::time::Instant;
 
+use piton_host::loader::Loader;
 use piton_host::observe::Observer;
-use piton_host::{AuditSettings, AuditTo, Decision, Limits};
+use piton_host::{AuditSettings, AuditTo, Decision, Limits, ToolError};
 use piton_tests::{guests, plugins};
 use serde_json::{Value, json};
 use sha2::Digest as _;
@@ -487,4 +488,75 @@ fn serve_on_stdio_writes_records_to_stderr_for_lean_calls_and_traps() {
     };
     the_record(&records, "word_count", "ok");
     the_record(&records, "panic", "trap");
+}
+
+#[tokio::test]
+async fn a_trap_made_an_error_result_is_a_trap_and_a_granted_secret_in_a_message_is_not_logged() {
+    let folder = plugins_folder(&[
+        ("panic.wasm", guests::HOSTILE_PANIC),
+        ("read_env.wasm", guests::HOSTILE_READ_ENV),
+    ]);
+    let logs = tempfile::tempdir().expect("temp dir");
+    let log = logs.path().join("audit.log");
+    let file = folder.path().join("piton.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[audit]\nto = {log:?}\n[tools.panic]\non_trap = \"error\"\n\
+             [tools.read_env]\nenv = {{ API_TOKEN = \"{ENV_SECRET}\" }}\n"
+        ),
+    )
+    .expect("write piton.toml");
+    let loader = Loader::from_flags(Some(folder.path().into()), Some(file)).expect("a loader");
+    let registry = loader.load().await.expect("loaded").registry;
+    let observer = loader.observer().expect("an observer");
+
+    let answer = registry.call("panic", json!({})).await;
+    assert!(
+        matches!(&answer, Ok(Err(ToolError::Failed(m))) if m.contains("panicked on purpose")),
+        "on_trap = \"error\": an error result, not a trap: {answer:?}"
+    );
+    let answer = registry.call("read_env", json!({"fail": true})).await;
+    assert!(
+        matches!(&answer, Ok(Err(ToolError::Failed(m))) if m.contains(ENV_SECRET)),
+        "the tool repeats its secret: {answer:?}"
+    );
+
+    observer.flush();
+    let records = records(&log, 2);
+    let trap = the_record(&records, "panic", "trap");
+    assert!(
+        trap["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("panicked on purpose")),
+        "{trap}"
+    );
+    let failed = the_record(&records, "read_env", "failed");
+    assert!(
+        failed["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("API_TOKEN") && m.contains("[secret]")),
+        "{failed}"
+    );
+    let whole = std::fs::read_to_string(&log).expect("the log");
+    assert!(
+        !whole.contains(ENV_SECRET),
+        "the secret is logged:\n{whole}"
+    );
+
+    let text = observer.metrics_text();
+    for (kind, n) in [("trap", 1.0), ("failed", 0.0)] {
+        let labels = &[("tool", "panic"), ("kind", kind)];
+        assert_eq!(
+            metric(&text, "piton_tool_errors_total", labels),
+            Some(n),
+            "{kind}:\n{text}"
+        );
+    }
+    let labels = &[("tool", "panic"), ("trap", "guest")];
+    assert_eq!(
+        metric(&text, "piton_tool_traps_total", labels),
+        Some(1.0),
+        "{text}"
+    );
 }

@@ -197,6 +197,14 @@ impl<'a> Watch<'a> {
     ) {
         let took = self.started.elapsed();
         let taken = self.notes.take();
+        // A trap the tool's `on_trap = "error"` made an error result is still a trap.
+        let (outcome, kind, trap) = match (kind, taken.trap_as_error) {
+            (Some(ErrorKind::Failed), Some(index)) => {
+                let kind = trap_kind(index);
+                (kind.as_str(), Some(kind), Some(index))
+            }
+            _ => (outcome, kind, trap),
+        };
         if let Some(stats) = &self.stats {
             stats.ended(took, kind, trap, &taken.counts);
         } else if matches!(outcome, "unknown_tool") {
@@ -280,18 +288,8 @@ fn outcome_of(
             return ("unknown_tool", None, None, result_message(result));
         }
         Err(CallError::Trap { trap, .. }) => {
-            let index = match trap {
-                Trap::Deadline(_) => 0,
-                Trap::Memory(_) => 1,
-                Trap::Output { .. } => 2,
-                Trap::Resources(_) => 3,
-                Trap::Guest(_) => 4,
-            };
-            let kind = if index == 0 {
-                ErrorKind::Timeout
-            } else {
-                ErrorKind::Trap
-            };
+            let index = trap_index(trap);
+            let kind = trap_kind(index);
             return (
                 kind.as_str(),
                 Some(kind),
@@ -304,6 +302,26 @@ fn outcome_of(
         Err(CallError::Host { .. }) => ErrorKind::Host,
     };
     (kind.as_str(), Some(kind), None, result_message(result))
+}
+
+/// The index of `trap`'s kind in `TRAP_KINDS`.
+pub(crate) fn trap_index(trap: &Trap) -> usize {
+    match trap {
+        Trap::Deadline(_) => 0,
+        Trap::Memory(_) => 1,
+        Trap::Output { .. } => 2,
+        Trap::Resources(_) => 3,
+        Trap::Guest(_) => 4,
+    }
+}
+
+/// The error kind of a trap of kind `index`: a deadline is a timeout.
+fn trap_kind(index: usize) -> ErrorKind {
+    if index == 0 {
+        ErrorKind::Timeout
+    } else {
+        ErrorKind::Trap
+    }
 }
 
 fn result_message(result: &Result<ToolResult, CallError>) -> Option<String> {

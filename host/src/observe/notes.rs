@@ -131,6 +131,9 @@ pub(crate) struct Taken {
     /// The values the call was given that must not reach the log: header values
     /// and environment values.
     pub(crate) secrets: Vec<String>,
+    /// The trap (index in `TRAP_KINDS`) the tool turned into an error result
+    /// (`on_trap = "error"`): the call still counts as that trap.
+    pub(crate) trap_as_error: Option<usize>,
 }
 
 impl Notes {
@@ -185,6 +188,18 @@ impl Notes {
         inner.secrets.extend(secrets);
         inner.granted = Some(Granted::of(caps));
     }
+}
+
+/// Notes, on the call being run on this task (if an observer is watching), that its
+/// tool turned the trap of kind `index` (in `TRAP_KINDS`) into an error result.
+pub(crate) fn trap_as_error(index: usize) {
+    let _ = CALL.try_with(|notes| {
+        notes
+            .inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .trap_as_error = Some(index);
+    });
 }
 
 /// Where a sandbox reports its denials: the notes of the call it runs for, if an

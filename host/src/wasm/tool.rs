@@ -430,6 +430,7 @@ impl Tool for WasmTool {
         let _admitted = self.admit()?;
         match (self.run(args, hints).await, self.on_trap) {
             (Err(CallError::Trap { trap, .. }), OnTrap::Error) => {
+                crate::observe::notes::trap_as_error(crate::observe::trap_index(&trap));
                 Ok(Err(ToolError::Failed(format!("the tool {trap}"))))
             }
             (result, _) => result,
