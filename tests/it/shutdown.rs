@@ -119,7 +119,7 @@ fn serve_on_stdio_on_sigterm_refuses_new_calls_answers_the_one_in_flight_and_exi
     ));
     piton.running.stderr.wait_for("tools/call started");
     piton.running.terminate();
-    piton.running.stderr.wait_for("stopping: SIGTERM arrived");
+    piton.running.stderr.wait_for("stopping: no new calls");
     // A call sent now is refused, and says so; the one in flight still answers.
     piton.send(&request(
         2,
