@@ -1,6 +1,7 @@
 //! What one `word_count` call costs: in a fresh instance (piton's way), in a reused
-//! instance, and as a native Rust function; and how many fresh-instance calls a
-//! second 1, 2, 4 and 8 concurrent callers get through.
+//! instance, and as a native Rust function; what watching a call adds (the metrics,
+//! the audit log); and how many fresh-instance calls a second 1, 2, 4 and 8
+//! concurrent callers get through.
 //!
 //! Run with: `cargo bench -p piton-host --bench call`
 
@@ -12,11 +13,12 @@ use criterion::{Criterion, criterion_group};
 
 #[path = "support/mod.rs"]
 mod support;
-use piton_host::Registry;
 use piton_host::loader::Loader;
+use piton_host::observe::Observer;
 use piton_host::plugins::PluginsAt;
 use piton_host::plugins::bundled_bytes;
 use piton_host::wasm::{RuntimeConfig, WasmRuntime};
+use piton_host::{AuditSettings, AuditTo, Registry};
 use serde_json::json;
 use support::{Summary, record};
 use wasmtime::component::{Component, Func, Linker, ResourceTable, Val};
@@ -132,7 +134,59 @@ fn bench(c: &mut Criterion) {
     group.finish();
     drop(reused);
     ratios(&s);
+    observed(&s);
     throughput(&s);
+}
+
+/// What watching a call costs: medians of `word_count` in a fresh instance in a
+/// registry with no observer, with the metrics only (a registry the loader made, with
+/// no `[audit]`), and with the metrics and an audit log written to a file; in
+/// interleaved rounds, so that drift in the machine's load falls on all three.
+fn observed(s: &Setup) {
+    let tool = s.registry.get("word_count").expect("bundled").clone();
+    let mut bare = Registry::new();
+    bare.add_shared(tool.clone()).expect("one tool");
+    let mut audited = Registry::new();
+    audited.add_shared(tool).expect("one tool");
+    let logs = tempfile::tempdir().expect("temp dir");
+    let settings = AuditSettings {
+        to: Some(AuditTo::File(logs.path().join("audit.log"))),
+        arguments: false,
+    };
+    let observer = Observer::new(&settings, Arc::default()).expect("an audit log");
+    audited.set_observer(observer.clone());
+    let registries = [
+        ("unobserved", &bare),
+        ("metrics", &*s.registry),
+        ("metrics_and_audit", &audited),
+    ];
+    let args = json!({ "text": TEXT });
+    let mut times = [const { Vec::new() }; 3];
+    for _ in 0..10 {
+        for ((_, registry), times) in registries.iter().zip(&mut times) {
+            for _ in 0..500 {
+                let t = Instant::now();
+                let _ = black_box(s.rt.block_on(registry.call("word_count", args.clone())));
+                times.push(t.elapsed());
+            }
+        }
+    }
+    observer.flush();
+    println!("watching a call, over 5000 calls each:");
+    let mut medians = Vec::new();
+    for ((name, _), times) in registries.iter().zip(times) {
+        let summary = Summary::of(times);
+        record(
+            "call",
+            &format!("{name}_median"),
+            support::us(summary.median()),
+            "µs",
+        );
+        medians.push(summary.median());
+    }
+    let added = |i: usize| support::us(medians[i].saturating_sub(medians[0]));
+    record("call", "metrics_added", added(1), "µs");
+    record("call", "metrics_and_audit_added", added(2), "µs");
 }
 
 /// Medians over plain timed loops, printed as ratios (criterion reports each alone)
