@@ -161,8 +161,15 @@ fn build(packages: &[String]) -> Vec<Artifact> {
         cmd.args(["-p", package]);
     }
     // The outer build's settings are for the host; clippy's wrapper and host
-    // flags must not leak into the guests' build.
+    // flags must not leak into the guests' build. Nor its jobserver: the outer build
+    // holds a token for each build script it runs, so with two of them building guests
+    // (host and tests) on 2 cores no token is left, and the guests, many small crates,
+    // built one rustc at a time (about 3 minutes of one busy core in a fresh CI run).
+    // With its own, this cargo runs a job per core while the outer build waits on it.
     for var in [
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
         "CARGO_ENCODED_RUSTFLAGS",
         "RUSTFLAGS",
         "CARGO_TARGET_DIR",
