@@ -131,6 +131,11 @@ impl Served {
     pub async fn drain(&self, grace: Duration) -> Drained {
         self.calls.stop_taking();
         let in_flight = self.calls.in_flight().now();
+        // Logged once new calls are refused (tests wait for it before sending one).
+        tracing::info!(
+            in_flight,
+            "stopping: no new calls; waiting up to {grace:?} for the calls in flight"
+        );
         let finished = tokio::time::timeout(grace, self.calls.in_flight().none())
             .await
             .is_ok();

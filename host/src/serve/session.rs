@@ -68,11 +68,6 @@ where
     let lean = Lean::new(served.clone());
     let drained = async move {
         stop.await;
-        served.calls().stop_taking();
-        tracing::info!(
-            in_flight = served.calls().in_flight().now(),
-            "stopping: no new calls; waiting up to {grace:?} for the calls in flight"
-        );
         let drained = served.drain(grace).await;
         tracing::info!(
             in_flight = drained.in_flight,
