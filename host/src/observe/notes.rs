@@ -165,7 +165,9 @@ impl Notes {
             *count = count.saturating_add(1);
         }
         if self.details && inner.listed.len() < MAX_DENIALS_LISTED {
-            let mut target = target.to_string();
+            // Masked before it is cut: a target padded to end mid-value would keep
+            // all of the value but the bytes cut, which no longer match the mask.
+            let mut target = super::audit::redact(&target.to_string(), &inner.secrets);
             truncate(&mut target, MAX_TARGET);
             inner.listed.push(Denial {
                 capability,
@@ -309,6 +311,25 @@ mod tests {
         assert_eq!(taken.counts, [MAX_DENIALS_LISTED as u64 + 5, 0]);
         assert_eq!(taken.listed.len(), MAX_DENIALS_LISTED);
         assert!(taken.listed[0].target.len() <= MAX_TARGET + '…'.len_utf8());
+    }
+
+    #[tokio::test]
+    async fn a_secret_at_the_cut_of_a_long_target_is_masked_before_the_cut() {
+        // A guest pads a path so that the granted value ends just past the cut: cut
+        // first, the value lost its last byte and no longer matched its mask.
+        let notes = Notes::new(true);
+        let secret = "s3cret-value";
+        let padded = format!("{}{secret}", "p".repeat(MAX_TARGET - secret.len() + 1));
+        notes
+            .around(async {
+                Denials::for_sandbox(&caps()).deny(Capability::Fs, &padded, "existed");
+            })
+            .await;
+        let taken = notes.take();
+        // What the audit record gets: the listed target, masked again at the end.
+        let logged = crate::observe::audit::redact(&taken.listed[0].target, &taken.secrets);
+        assert!(!logged.contains("s3cret-valu"), "{logged}");
+        assert!(logged.len() <= MAX_TARGET + '…'.len_utf8(), "{logged}");
     }
 
     #[test]
