@@ -10,6 +10,43 @@ fn main() {
         .embed(true)
         .build_into("bundled_plugins.rs");
     templates();
+    skipped_tests();
+}
+
+/// `PITON_SKIP=haproxy,...` asks `cargo test` to skip the tests that need what
+/// tests/packages.txt lists under those names: each such test is built ignored (so
+/// the run lists it as "ignored, PITON_SKIP names haproxy") and the build warns.
+fn skipped_tests() {
+    let list = Path::new("../tests/packages.txt");
+    println!("cargo:rerun-if-changed={}", list.display());
+    println!("cargo:rerun-if-env-changed=PITON_SKIP");
+    let text = std::fs::read_to_string(list).expect("tests/packages.txt reads");
+    let mut names: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "-")
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let values: Vec<String> = names.iter().map(|name| format!("{name:?}")).collect();
+    println!(
+        "cargo::rustc-check-cfg=cfg(piton_skip, values({}))",
+        values.join(", ")
+    );
+    let asked = std::env::var("PITON_SKIP").unwrap_or_default();
+    for name in asked.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if names.contains(&name) {
+            println!("cargo:rustc-cfg=piton_skip={name:?}");
+            println!("cargo:warning=PITON_SKIP names {name}: the tests that need it are ignored");
+        } else {
+            println!(
+                "cargo:warning=PITON_SKIP names {name:?}, which tests/packages.txt does not \
+                 know (it knows {}); nothing is skipped for it",
+                names.join(", ")
+            );
+        }
+    }
 }
 
 /// Writes `templates.rs`: `TEMPLATES`, every template file as (language, path, text).

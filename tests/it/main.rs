@@ -20,6 +20,7 @@ mod pins;
 mod protected;
 mod registry;
 mod replicas;
+mod requirements;
 mod serve_http;
 mod serve_http_limits;
 mod serve_stdio;

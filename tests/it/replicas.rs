@@ -5,8 +5,8 @@
 //! with an error a client can retry. Clients of 2025-11-25 keep a session on one
 //! replica: haproxy sticks each `Mcp-Session-Id` to the replica that made it.
 //!
-//! haproxy is a CI package (.ci/run): under `CI` a missing haproxy fails the test;
-//! elsewhere the test says loudly that it skipped.
+//! haproxy is in tests/packages.txt: a missing haproxy fails the tests, unless
+//! `PITON_SKIP=haproxy` asks to skip them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
@@ -34,26 +34,10 @@ const CLIENTS: usize = 64;
 /// A test tool that answers with its arguments: each call's own `name` comes back.
 const ECHO: &str = "json_schema_2020_12_tool";
 
-/// haproxy, or `None` after saying loudly that the test is skipped (outside CI).
+/// haproxy, or `None` when it is missing and `PITON_SKIP` names it (else the test
+/// fails, saying how to install it).
 fn haproxy() -> Option<&'static str> {
-    let found = Command::new("haproxy")
-        .arg("-v")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if found {
-        return Some("haproxy");
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "haproxy is not installed, and CI needs it: .ci/run installs it (apt-get install haproxy)"
-    );
-    eprintln!(
-        "\n*** SKIPPED: haproxy is not installed; install it (apt-get install haproxy) to run \
-         the replica tests, as CI does ***\n"
-    );
-    None
+    piton_tests::requirements::require("haproxy").then_some("haproxy")
 }
 
 /// A port free now, for haproxy to listen on.
@@ -322,6 +306,7 @@ impl Tally {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(piton_skip = "haproxy", ignore = "PITON_SKIP names haproxy")]
 async fn replicas_behind_haproxy_answer_10_000_calls_from_64_clients_through_a_kill_and_restart() {
     let Some(binary) = haproxy() else { return };
     let folder = plugins_folder(&[("echo.wasm", guests::CONFORMANCE_JSON_SCHEMA)]);
@@ -447,6 +432,7 @@ async fn replicas_behind_haproxy_answer_10_000_calls_from_64_clients_through_a_k
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(piton_skip = "haproxy", ignore = "PITON_SKIP names haproxy")]
 async fn sessions_of_2025_clients_stick_to_their_replica_behind_haproxy() {
     let Some(binary) = haproxy() else { return };
     let folder = plugins_folder(&[("echo.wasm", guests::CONFORMANCE_JSON_SCHEMA)]);
