@@ -1,12 +1,12 @@
-//! Rewrites the README's performance tables from the figures of one benchmark run.
+//! Rewrites the performance tables of docs/performance.md from the figures of one benchmark run.
 //!
 //! `host/benches/report` runs every benchmark with `$PITON_BENCH_RECORD` set, so each
 //! appends its figures there as JSON lines (see `support/mod.rs`), then runs this:
 //!
-//! `cargo bench -p piton-host --bench report -- RECORD README.md DATE COMMIT`
+//! `cargo bench -p piton-host --bench report -- RECORD docs/performance.md DATE COMMIT`
 //!
 //! Each table sits between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in the
-//! README; everything outside those markers is left as it is. A figure the run did
+//! page; everything outside those markers is left as it is. A figure the run did
 //! not produce shows as `–` and is listed on stderr. Without arguments (as `cargo
 //! test` and a plain `cargo bench` run it) it checks itself on a built-in record.
 
@@ -81,7 +81,7 @@ struct Row {
     then: Option<&'static str>,
 }
 
-/// A table: its region name in the README, its header and rows.
+/// A table: its region name in the page, its header and rows.
 struct Table {
     region: &'static str,
     header: &'static [&'static str],
@@ -414,12 +414,12 @@ fn rewrite(
         let end = format!("<!-- /bench:{} -->", table.region);
         let (Some(start), Some(stop)) = (readme.find(&begin), readme.find(&end)) else {
             return Err(format!(
-                "the README has no `{begin}` … `{end}` region; put the two markers where \
+                "the page has no `{begin}` … `{end}` region; put the two markers where \
                  the table goes"
             ));
         };
         if stop < start {
-            return Err(format!("`{end}` comes before `{begin}` in the README"));
+            return Err(format!("`{end}` comes before `{begin}` in the page"));
         }
         let (body, lacking) = render(table, record);
         missing.extend(lacking);
@@ -508,5 +508,5 @@ fn self_check() {
     assert!(Record::parse("{\"bench\":\"call\"}").is_err());
     assert_eq!(thousands(123_456.4), "123 456");
     assert_eq!(thousands(999.0), "999");
-    println!("report: self-check passed (give RECORD README DATE COMMIT to rewrite a README)");
+    println!("report: self-check passed (give RECORD PAGE DATE COMMIT to rewrite a page)");
 }

@@ -1,5 +1,5 @@
 //! The `[audit]` table of piton.toml: where the audit log goes (one JSON line per
-//! call; see the README's "Health, metrics and audit"), and whether records carry
+//! call; see docs/operations.md), and whether records carry
 //! the arguments. Off unless `to` is given. Like `[runtime]`, it takes effect when
 //! piton starts, not at a reload.
 //!

@@ -5,6 +5,7 @@ mod cache;
 mod cli;
 mod config;
 mod deploy;
+mod docs;
 mod fs;
 mod hostile;
 mod install;

@@ -87,7 +87,7 @@ pub(super) async fn inspect(registry: &Registry, name: &str, as_json: bool) -> i
         if let Some(lines) = &pin {
             writeln!(
                 out,
-                "pin it:      paste into piton.toml (see Pinning in the README):"
+                "pin it:      paste into piton.toml (see Pinning in docs/getting-tools.md):"
             )?;
             for line in lines {
                 writeln!(out, "  {}", shown.cell(line))?;
