@@ -24,6 +24,7 @@ mod serve_http;
 mod serve_http_limits;
 mod serve_stdio;
 mod shutdown;
+mod squat;
 mod structure;
 mod support;
 mod toolbox;
