@@ -75,7 +75,7 @@ impl ImageFolder {
             .prefix(&prefix)
             .suffix(&suffix)
             .rand_bytes(12)
-            .make_in(&dir, |path| open_new(path))
+            .make_in(&dir, open_new)
             .map_err(|e| format!("cannot save the image in {}: {e}", dir.display()))?;
         let path = file.path().to_path_buf();
         file.as_file_mut()
