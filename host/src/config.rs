@@ -17,6 +17,7 @@
 //! name = "fetch"           # overrides: name, description, parallel,
 //! read_only = true         # and hints, which can only be made narrower
 //! sha256 = "…"             # a pin: see [`Pins`], as [plugins."FILE.wasm"] sha256
+//! from = "fetch.wasm"      # whose tool of this name these are: see [`crate::name_claims`]
 //! ```
 //!
 //! `[mcp.NAME]` upstream MCP servers ([`UpstreamConfig`]), `[runtime]` sizing the wasm
@@ -32,6 +33,7 @@ use crate::audit_settings::{AuditSettings, RawAudit};
 pub use crate::cache_settings::CacheSettings;
 use crate::cache_settings::RawCache;
 use crate::grants::{Grants, Mount, MountMode};
+pub use crate::hint_overrides::HintOverrides;
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
 use crate::parse::{parse_duration, parse_net_entry, parse_size};
@@ -41,7 +43,6 @@ pub use crate::runtime_settings::RuntimeSettings;
 use crate::tool::check_tool_name;
 use crate::upstream::config::{RawMcp, parse_mcp};
 pub use crate::upstream::config::{UpstreamConfig, UpstreamConnect};
-use piton_wit::{Hint, Hints};
 
 /// A parsed piton.toml.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -79,19 +80,9 @@ pub struct ToolConfig {
     pub parallel: Option<bool>,
     /// Hints to narrow the tool's own with; a wider one is an error when applied.
     pub hints: HintOverrides,
-}
-
-/// Hints given in piton.toml; each can only make the tool's hints narrower.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HintOverrides {
-    /// `read_only = true` narrows.
-    pub read_only: Option<bool>,
-    /// `destructive = false` narrows.
-    pub destructive: Option<bool>,
-    /// `idempotent = false` narrows (idempotent lets the host retry).
-    pub idempotent: Option<bool>,
-    /// `open_world = false` narrows.
-    pub open_world: Option<bool>,
+    /// `from = "FILE.wasm"`: the one plugins folder file whose tool of this name is
+    /// served with these settings; see [`crate::name_claims`].
+    pub from: Option<String>,
 }
 
 /// A piton.toml that cannot be used.
@@ -148,6 +139,7 @@ struct RawTool {
     idempotent: Option<bool>,
     open_world: Option<bool>,
     sha256: Option<String>,
+    from: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -273,6 +265,9 @@ fn parse_tool(
     if let Some(name) = &raw.name {
         check_tool_name(name).map_err(|m| (at("name"), m))?;
     }
+    if let Some(file) = &raw.from {
+        crate::name_claims::check_from(file).map_err(|m| (at("from"), m))?;
+    }
     Ok(ToolConfig {
         grants: Grants {
             mounts,
@@ -290,6 +285,7 @@ fn parse_tool(
             idempotent: raw.idempotent,
             open_world: raw.open_world,
         },
+        from: raw.from,
     })
 }
 
@@ -326,23 +322,6 @@ fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {
         guest: raw.guest,
         mode: raw.mode,
     })
-}
-
-impl HintOverrides {
-    /// `hints` narrowed by these overrides; an override that would widen them is an
-    /// error naming the key.
-    pub fn narrow(self, hints: Hints) -> Result<Hints, String> {
-        let given = [
-            (Hint::ReadOnly, self.read_only),
-            (Hint::Destructive, self.destructive),
-            (Hint::Idempotent, self.idempotent),
-            (Hint::OpenWorld, self.open_world),
-        ];
-        let claims = given
-            .into_iter()
-            .filter_map(|(hint, value)| Some((hint, value?)));
-        hints.narrow(claims).map_err(|e| e.to_string())
-    }
 }
 
 #[cfg(test)]
@@ -547,51 +526,5 @@ mod tests {
         assert_eq!(config.pins.tools["b"].to_string(), digest.to_lowercase());
         assert_eq!(config.tools["b"], ToolConfig::default());
         assert_eq!(config.cache, CacheSettings::default());
-    }
-
-    #[test]
-    fn hint_overrides_only_narrow() {
-        let worst = Hints::default();
-        let ro = Hints::read_only().open_world(false);
-        let o = |read_only, destructive, idempotent, open_world| HintOverrides {
-            read_only,
-            destructive,
-            idempotent,
-            open_world,
-        };
-        // Narrowing works.
-        assert_eq!(o(Some(true), None, None, Some(false)).narrow(worst), Ok(ro));
-        let narrowed = o(None, Some(false), None, Some(false))
-            .narrow(worst)
-            .unwrap();
-        assert!(
-            !narrowed.is_destructive() && !narrowed.is_open_world() && !narrowed.is_read_only()
-        );
-        // Repeating the tool's own value is fine.
-        assert_eq!(
-            o(Some(true), Some(false), Some(true), Some(false)).narrow(ro),
-            Ok(ro)
-        );
-        // Widening is refused, naming the key.
-        for (overrides, key) in [
-            (o(Some(false), None, None, None), "read_only = false"),
-            (o(None, Some(true), None, None), "destructive = true"),
-            (o(None, None, None, Some(true)), "open_world = true"),
-        ] {
-            let error = overrides.narrow(ro).unwrap_err();
-            assert!(error.contains(key), "{error}");
-        }
-        assert!(
-            o(None, None, Some(true), None)
-                .narrow(worst)
-                .unwrap_err()
-                .contains("idempotent = true")
-        );
-        assert!(
-            o(None, None, Some(false), None)
-                .narrow(ro)
-                .unwrap_err()
-                .contains("contradicts read_only")
-        );
     }
 }

@@ -170,4 +170,67 @@ pub enum LoadErrorKind {
         /// The source that loaded first.
         other: ToolSource,
     },
+    /// Other plugin files declare a tool of this name too, and piton.toml does not say
+    /// whose it is: none of them is served under it, and none gets its settings.
+    #[error(
+        "tool `{name}` is also declared by {}, so neither is served and neither gets \
+         piton.toml's [tools.{name}] grants; remove one of the files, or give the name to \
+         one with [tools.{name}] from = \"FILE.wasm\"",
+        sources(.others)
+    )]
+    Contested {
+        /// The name they declare.
+        name: String,
+        /// The other sources that declare it.
+        others: Vec<ToolSource>,
+    },
+    /// piton.toml's `[tools.NAME] from` gives the name to another file.
+    #[error(
+        "tool `{name}` is not served: piton.toml's [tools.{name}] from = \"{from}\" gives \
+         the name and its grants to {}",
+        bound_to(.name, .from, .bound)
+    )]
+    NotFrom {
+        /// The tool's name.
+        name: String,
+        /// The file name `from` gives.
+        from: String,
+        /// What that file is.
+        bound: Bound,
+    },
+}
+
+/// The file a `[tools.NAME] from` names, as a load found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Bound {
+    /// It declares the tool too (this source).
+    Declared(ToolSource),
+    /// It was read, but gives no tool of that name (or did not load).
+    NoSuchTool,
+    /// The plugins folder has no such file.
+    NoSuchFile,
+}
+
+fn sources(sources: &[ToolSource]) -> String {
+    let names: Vec<String> = sources.iter().map(ToString::to_string).collect();
+    names.join(" and ")
+}
+
+fn bound_to(name: &str, from: &str, bound: &Bound) -> String {
+    match bound {
+        Bound::Declared(source) => {
+            format!(
+                "{source}, which declares it too; remove this file, or rename the tool in its source"
+            )
+        }
+        Bound::NoSuchTool => format!(
+            "{from}, but {from} gives no tool named {name} (or did not load: see its error), so \
+             none is served; set from to the file whose tool should have the name"
+        ),
+        Bound::NoSuchFile => format!(
+            "{from}, but the plugins folder has no file {from}, so none is served; put the file \
+             back, or set from to the file whose tool should have the name"
+        ),
+    }
 }

@@ -41,6 +41,7 @@ use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
 use crate::limits::{format_size, format_size_about};
+use crate::name_claims;
 use crate::observe::{ObserveError, Observer};
 use crate::plugin_pins::{Pins, file_section};
 use crate::plugins::{self, FolderError, PluginsAt, Watched};
@@ -102,8 +103,8 @@ pub struct Loaded {
     pub errors: Vec<LoadError>,
     /// Every `[mcp.NAME]` server that was not added, with the reason.
     pub server_errors: Vec<LoadError>,
-    /// `[tools.NAME]` sections of piton.toml that match no tool (those with a
-    /// `sha256` pin are in `warnings` instead).
+    /// `[tools.NAME]` sections of piton.toml that match no tool any component read
+    /// declares (those with a `sha256` pin are in `warnings` instead).
     pub unused_config: Vec<String>,
     /// Settings read but not in effect, such as a `[runtime]` table changed since the
     /// runtime was made, a pin of a file or tool that is not there, or a compile
@@ -222,7 +223,8 @@ impl Loader {
     /// is reported in [`Loaded`] and the rest still load; a tool granted "write" on a
     /// place piton loads or trusts ([`plugins::protected`]) is not loaded, nor is a
     /// component whose digest is not the one piton.toml pins for its file or for one
-    /// of its tools (see [`crate::plugin_pins`]). Then the compile cache is trimmed:
+    /// of its tools (see [`crate::plugin_pins`]), nor a tool whose name another file
+    /// declares too (see [`crate::name_claims`]). Then the compile cache is trimmed:
     /// see [`WasmRuntime::trim_cache`].
     pub async fn load(&self) -> Result<Loaded, LoaderError> {
         let started = std::time::SystemTime::now();
@@ -237,8 +239,7 @@ impl Loader {
             }
         }
         let protected = plugins::protected(&self.at, &config, &self.runtime);
-        let mut used = BTreeSet::new();
-        let (mut files, mut named) = (BTreeSet::new(), BTreeSet::new());
+        let (mut files, mut named, mut read_tools) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
         for read in plugins::read(&self.runtime, &self.at, &config.pins).await? {
             let tools = match read {
                 Ok(tools) => tools,
@@ -254,19 +255,35 @@ impl Loader {
                 loaded.errors.push(error);
                 continue;
             }
-            for tool in tools {
-                let added = self
-                    .configured(tool, &config, &protected, &mut used)
-                    .and_then(|tool| loaded.registry.add(tool));
-                if let Err(error) = added {
-                    loaded.errors.push(error);
-                }
+            read_tools.extend(tools);
+        }
+        // A name two files declare is neither's (see name_claims), before any
+        // [tools.NAME] grant is applied, and after its renames.
+        let bound = (config.tools.iter())
+            .filter_map(|(name, settings)| Some((name.clone(), settings.from.clone()?)))
+            .collect();
+        let (tools, refused) = name_claims::by_declared_name(read_tools, &bound, &files);
+        loaded.errors.extend(refused);
+        let mut configured = Vec::with_capacity(tools.len());
+        for tool in tools {
+            match self.configured(tool, &config, &protected) {
+                Ok(tool) => configured.push(tool),
+                Err(error) => loaded.errors.push(error),
             }
         }
+        let (tools, refused) = name_claims::by_served_name(configured);
+        loaded.errors.extend(refused);
+        for tool in tools {
+            if let Err(error) = loaded.registry.add(tool) {
+                loaded.errors.push(error);
+            }
+        }
+        // In file order, each file's errors in the order found.
+        loaded.errors.sort_by_key(|error| error.plugin.to_string());
         loaded.unused_config = config
             .tools
             .keys()
-            .filter(|name| !used.contains(*name) && !config.pins.tools.contains_key(*name))
+            .filter(|name| !named.contains(*name) && !config.pins.tools.contains_key(*name))
             .cloned()
             .collect();
         loaded
@@ -379,20 +396,18 @@ impl Loader {
         })
     }
 
-    /// `tool` with its `[tools.NAME]` settings of `config`, if any (its name then
-    /// goes into `used`); an error when they do not apply or grant a protected place.
+    /// `tool` with its `[tools.NAME]` settings of `config`, if any; an error when they
+    /// do not apply or grant a protected place.
     fn configured(
         &self,
         tool: WasmTool,
         config: &Config,
         protected: &Protected,
-        used: &mut BTreeSet<String>,
     ) -> Result<WasmTool, LoadError> {
         let Some(settings) = config.tools.get(&tool.spec().name) else {
             return self.fits_the_pool(tool);
         };
         let name = tool.spec().name.clone();
-        used.insert(name.clone());
         let source = tool.source();
         let invalid = |message: String| LoadError {
             plugin: source.clone(),

@@ -94,6 +94,16 @@ impl Protected {
     }
 }
 
+/// Whether a call with write access to the folder `mount` can change what is at
+/// `place`, or where its path leads: how the mount reaches it ("holds" it, or "is on
+/// the way to" it), or `None`. A mount lying inside `place` does not: a call reaches
+/// nothing of `place` outside the mount. For folders piton writes into that are not
+/// protected from grants, such as `piton call --image-dir`.
+pub fn write_mount_reaches(mount: &Path, place: &Path) -> Option<&'static str> {
+    let mount = mount.canonicalize().unwrap_or_else(|_| absolute(mount));
+    relation(&mount, &absolute(place)).filter(|how| *how != "lies inside")
+}
+
 /// How the folder `mount` (canonical) reaches `place`, if it does: it holds it,
 /// lies inside it, or holds a folder on its way.
 fn relation(mount: &Path, place: &Path) -> Option<&'static str> {

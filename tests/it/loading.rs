@@ -109,16 +109,22 @@ async fn a_folder_loads_every_good_plugin_and_reports_the_bad() {
         .load()
         .await
         .unwrap();
-    assert_eq!(loaded.registry.names(), ["counter", "word_count"]);
+    // Two files declaring word_count: neither is served (see the squat tests).
+    assert_eq!(loaded.registry.names(), ["counter"]);
     let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors.len(), 3, "{errors:?}");
     assert!(
-        errors[0].contains("2.wasm: tool `word_count` is also defined by")
-            && errors[0].contains("1.wasm"),
+        errors[0].contains("1.wasm: tool `word_count` is also declared by")
+            && errors[0].contains("2.wasm"),
         "{errors:?}"
     );
     assert!(
-        errors[1].contains("3.wasm: a wasi:cli command"),
+        errors[1].contains("2.wasm: tool `word_count` is also declared by")
+            && errors[1].contains("1.wasm"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[2].contains("3.wasm: a wasi:cli command"),
         "{errors:?}"
     );
 }

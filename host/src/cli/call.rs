@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::images::ImageFolder;
 use super::out::{Outcome, pretty, say};
 use crate::error::CallError;
 use crate::registry::Registry;
@@ -43,11 +44,16 @@ pub(super) async fn call(
             return Ok(Outcome::ErrorResult);
         }
     };
-    match registry.call(name, args).await {
-        Ok(Ok(content)) => {
-            print_content(name, &content, image_dir)?;
-            Ok(Outcome::Success)
+    // Checked before the call: nothing runs for a result that could not be saved.
+    let mut images = match ImageFolder::new(registry, image_dir) {
+        Ok(images) => images,
+        Err(error) => {
+            say(format_args!("error: {error}"));
+            return Ok(Outcome::Usage);
         }
+    };
+    match registry.call(name, args).await {
+        Ok(Ok(content)) => print_content(name, &content, &mut images),
         Ok(Err(error)) => {
             say(format_args!("{error}"));
             Ok(Outcome::ErrorResult)
@@ -69,42 +75,41 @@ pub(super) fn unknown(registry: &Registry, name: &str) -> io::Result<Outcome> {
     Ok(Outcome::Usage)
 }
 
-fn print_content(tool: &str, content: &[Content], image_dir: Option<PathBuf>) -> io::Result<()> {
+/// Prints `content`, saving its images in `images`; `Usage` when one could not be
+/// saved (the rest is printed all the same).
+fn print_content(tool: &str, content: &[Content], images: &mut ImageFolder) -> io::Result<Outcome> {
     let mut out = io::stdout().lock();
     let shown = Shown::stdout();
     if content.is_empty() {
-        return writeln!(out, "{DONE}");
+        writeln!(out, "{DONE}")?;
+        return Ok(Outcome::Success);
     }
+    let mut outcome = Outcome::Success;
     for (index, block) in content.iter().enumerate() {
         match block {
             Content::Text { text } => writeln!(out, "{}", shown.text(text))?,
             Content::Json { json } => writeln!(out, "{}", shown.text(&pretty(json)))?,
             Content::Image { mime_type, data } => {
-                let dir = image_dir.clone().unwrap_or_else(std::env::temp_dir);
                 let extension = mime_type
                     .rsplit('/')
                     .next()
                     .filter(|e| e.chars().all(char::is_alphanumeric))
                     .unwrap_or("bin");
-                let path = dir.join(format!(
-                    "piton-{tool}-{}-{index}.{extension}",
-                    std::process::id()
-                ));
-                std::fs::write(&path, data).map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("cannot save the image to {}: {e}", path.display()),
-                    )
-                })?;
-                writeln!(
-                    out,
-                    "image ({}, {} bytes) saved to {}",
-                    shown.cell(mime_type),
-                    data.len(),
-                    path.display()
-                )?;
+                match images.save(tool, index, extension, data) {
+                    Ok(path) => writeln!(
+                        out,
+                        "image ({}, {} bytes) saved to {}",
+                        shown.cell(mime_type),
+                        data.len(),
+                        path.display()
+                    )?,
+                    Err(error) => {
+                        say(format_args!("error: {error}"));
+                        outcome = Outcome::Usage;
+                    }
+                }
             }
         }
     }
-    Ok(())
+    Ok(outcome)
 }

@@ -19,6 +19,7 @@ mod build;
 mod cache;
 mod call;
 mod check;
+mod images;
 mod inspect;
 mod list;
 mod load;
@@ -60,7 +61,9 @@ enum Command {
         args: Option<String>,
         #[command(flatten)]
         plugins: PluginsArg,
-        /// Where images in the result are saved. Default: the system's temp folder.
+        /// Where images in the result are saved, each as a new file with a random
+        /// name; not in a tool's write mount. Default: a new folder in the system's
+        /// temp folder that only you can read.
         #[arg(long, value_name = "DIR")]
         image_dir: Option<PathBuf>,
     },
