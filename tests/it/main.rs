@@ -21,6 +21,7 @@ mod protected;
 mod registry;
 mod replicas;
 mod serve_http;
+mod serve_http_clients;
 mod serve_http_limits;
 mod serve_stdio;
 mod shutdown;
