@@ -2,6 +2,7 @@
 
 mod approval;
 mod cache;
+mod cache_private;
 mod cli;
 mod config;
 mod deploy;
