@@ -178,9 +178,10 @@ pub async fn serve_http(
                 let connection = connection(app.clone(), stream, peer, stopping.clone());
                 connections.spawn(async move {
                     connection.await;
-                    // Freed only once the connection is closed.
-                    drop(slot);
+                    // Freed only once the connection is closed; the client's share
+                    // first, so that a connection accepted in the place freed sees it.
                     drop(share);
+                    drop(slot);
                 });
             }
             Err(error) => {
