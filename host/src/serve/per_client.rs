@@ -159,11 +159,9 @@ pub(super) async fn refuse(stream: TcpStream, client: Client, max: usize, linger
         .keep_alive(false)
         .max_buf_size(MAX_READ)
         .serve_connection(TokioIo::new(stream), service);
-    match tokio::time::timeout(linger, connection).await {
-        Ok(Err(error)) => {
-            tracing::debug!(%client, %error, "a refused connection ended with an error");
-        }
-        Ok(Ok(())) | Err(_) => {}
+    // Past `linger` it is dropped, closing it.
+    if let Ok(Err(error)) = tokio::time::timeout(linger, connection).await {
+        tracing::debug!(%client, %error, "a refused connection ended with an error");
     }
 }
 
