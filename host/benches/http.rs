@@ -67,7 +67,13 @@ impl Drop for Server {
 /// log passed on to this process's stderr.
 fn start_http(folders: &Folders) -> (Server, SocketAddr) {
     let mut child = folders
-        .serve(&["--http", "127.0.0.1:0"])
+        // Every client here is 127.0.0.1, one client to piton: give it every connection.
+        .serve(&[
+            "--http",
+            "127.0.0.1:0",
+            "--max-connections-per-client",
+            "512",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

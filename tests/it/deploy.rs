@@ -386,11 +386,13 @@ fn the_pod_runs_non_root_on_a_read_only_root_with_its_mounts_where_piton_looks()
         manifest("plugins-pvc.yaml")["metadata"]["name"]
     );
 
-    // The compile cache, the one place piton writes: an emptyDir where it looks.
-    let (cache, read_only) = mount(container, "cache");
+    // The compile cache, the one place piton writes: a folder piton makes, private, in
+    // an emptyDir (which every user can write, so not the emptyDir itself).
+    let (volume_at, read_only) = mount(container, "cache");
     assert!(!read_only);
     assert!(volume(&deployment, "cache")["emptyDir"].is_object());
-    assert_eq!(container_env(container)["PITON_CACHE_DIR"], cache);
+    let cache = container_env(container)["PITON_CACHE_DIR"].clone();
+    assert_eq!(Path::new(&cache).parent(), Some(Path::new(volume_at)));
     assert_eq!(image_env()["PITON_CACHE_DIR"], cache);
 
     // SIGTERM comes after preStop; piton then has its shutdown grace to finish.
@@ -453,6 +455,14 @@ fn run_the_deployment() -> (crate::support::Running, u16, tempfile::TempDir) {
     for (key, text) in config_map["data"].as_object().expect("data") {
         std::fs::write(at(config_dir).join(key), text.as_str().expect("text")).expect("write");
     }
+    // kubelet makes an emptyDir writable by every user (0777).
+    let (cache_volume, _) = mount(container, "cache");
+    std::fs::create_dir_all(at(cache_volume)).expect("cache volume");
+    std::fs::set_permissions(
+        at(cache_volume),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
     let mut command: Command = piton();
     for arg in container_args(container) {
         if arg.starts_with('/') {
@@ -470,7 +480,7 @@ fn run_the_deployment() -> (crate::support::Running, u16, tempfile::TempDir) {
         }
     }
     let (running, addr) = listening(command);
-    let (cache, _) = mount(container, "cache");
+    let cache = &container_env(container)["PITON_CACHE_DIR"];
     let cached = std::fs::read_dir(at(cache))
         .map(|entries| {
             entries

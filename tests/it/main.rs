@@ -2,6 +2,7 @@
 
 mod approval;
 mod cache;
+mod cache_private;
 mod cli;
 mod config;
 mod deploy;
@@ -24,6 +25,7 @@ mod registry;
 mod replicas;
 mod requirements;
 mod serve_http;
+mod serve_http_clients;
 mod serve_http_limits;
 mod serve_stdio;
 mod shutdown;

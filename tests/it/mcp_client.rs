@@ -303,6 +303,19 @@ pub(crate) async fn http_request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> http::Response<hyper::body::Incoming> {
+    http_request_from(None, addr, method, path, headers, body).await
+}
+
+/// [`http_request`] from the local address `from` (any is chosen when `None`): on
+/// loopback, 127.0.0.2, 127.0.0.3 … act as distinct clients.
+pub(crate) async fn http_request_from(
+    from: Option<std::net::IpAddr>,
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> http::Response<hyper::body::Incoming> {
     let mut request = http::Request::builder().method(method).uri(path);
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         request = request.header("host", addr.to_string());
@@ -315,7 +328,7 @@ pub(crate) async fn http_request(
             body.to_owned(),
         )))
         .expect("a request");
-    send_once(addr, request).await
+    send_once_from(from, addr, request).await
 }
 
 /// Sends `request` on a fresh HTTP/1.1 connection to `addr`; its response, in time.
@@ -323,7 +336,16 @@ pub(crate) async fn send_once(
     addr: std::net::SocketAddr,
     request: http::Request<http_body_util::Full<bytes::Bytes>>,
 ) -> http::Response<hyper::body::Incoming> {
-    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    send_once_from(None, addr, request).await
+}
+
+/// [`send_once`] from the local address `from`, if given.
+async fn send_once_from(
+    from: Option<std::net::IpAddr>,
+    addr: std::net::SocketAddr,
+    request: http::Request<http_body_util::Full<bytes::Bytes>>,
+) -> http::Response<hyper::body::Incoming> {
+    let stream = connect_from(from, addr).await;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
@@ -333,6 +355,26 @@ pub(crate) async fn send_once(
         .await
         .expect("an answer in time")
         .expect("an HTTP response")
+}
+
+/// A connection to `addr` from the local address `from` (any when `None`).
+pub(crate) async fn connect_from(
+    from: Option<std::net::IpAddr>,
+    addr: std::net::SocketAddr,
+) -> tokio::net::TcpStream {
+    let Some(from) = from else {
+        return tokio::net::TcpStream::connect(addr).await.expect("connect");
+    };
+    let socket = if from.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()
+    } else {
+        tokio::net::TcpSocket::new_v6()
+    }
+    .expect("a socket");
+    socket
+        .bind(std::net::SocketAddr::new(from, 0))
+        .unwrap_or_else(|e| panic!("bind {from}: {e}"));
+    socket.connect(addr).await.expect("connect")
 }
 
 /// The whole body as text.
@@ -386,6 +428,16 @@ pub(crate) async fn post(
     session: Option<&str>,
     message: &Value,
 ) -> http::Response<hyper::body::Incoming> {
+    post_from(None, addr, session, message).await
+}
+
+/// [`post`] from the local address `from`, if given.
+pub(crate) async fn post_from(
+    from: Option<std::net::IpAddr>,
+    addr: std::net::SocketAddr,
+    session: Option<&str>,
+    message: &Value,
+) -> http::Response<hyper::body::Incoming> {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json, text/event-stream"),
@@ -394,7 +446,7 @@ pub(crate) async fn post(
         headers.push(("mcp-session-id", id));
         headers.push(("mcp-protocol-version", "2025-11-25"));
     }
-    http_request(addr, "POST", "/mcp", &headers, &message.to_string()).await
+    http_request_from(from, addr, "POST", "/mcp", &headers, &message.to_string()).await
 }
 
 /// Opens the stream of messages the server starts for session `id` (`GET /mcp`).
@@ -422,12 +474,14 @@ pub(crate) async fn event_stream(
 pub(crate) struct HttpSession {
     pub(crate) addr: std::net::SocketAddr,
     pub(crate) id: Option<String>,
+    /// The local address its requests come from (any when `None`).
+    pub(crate) from: Option<std::net::IpAddr>,
 }
 
 impl HttpSession {
     /// Posts `message` in this session (none before `initialize` is answered).
     pub(crate) async fn post(&self, message: &Value) -> http::Response<hyper::body::Incoming> {
-        post(self.addr, self.id.as_deref(), message).await
+        post_from(self.from, self.addr, self.id.as_deref(), message).await
     }
 
     /// Posts request `id` and reads its answer from the response's event stream.
@@ -443,7 +497,19 @@ impl HttpSession {
 
     /// Initializes the session; returns the answer to `initialize`.
     pub(crate) async fn start(addr: std::net::SocketAddr) -> (Self, Value) {
-        let mut session = Self { addr, id: None };
+        Self::start_from(None, addr).await
+    }
+
+    /// [`HttpSession::start`] with its requests from the local address `from`.
+    pub(crate) async fn start_from(
+        from: Option<std::net::IpAddr>,
+        addr: std::net::SocketAddr,
+    ) -> (Self, Value) {
+        let mut session = Self {
+            addr,
+            id: None,
+            from,
+        };
         let answer = session.request(0, "initialize", initialize_params()).await;
         assert!(session.id.is_some(), "no Mcp-Session-Id: {answer}");
         let response = session.post(&initialized()).await;

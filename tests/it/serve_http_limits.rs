@@ -1,6 +1,7 @@
 //! `piton serve --http` under clients that hold it open: half-sent requests, idle
 //! connections, more connections and sessions than it allows. Each test asserts what
-//! the server does (closes, waits, refuses, serves), never how long it took.
+//! the server does (closes, waits, refuses, serves), never how long it took. One
+//! client's share of them: serve_http_clients.rs.
 
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -111,8 +112,15 @@ async fn word_count(addr: SocketAddr, text: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_serves_a_client_while_hundreds_of_half_sent_requests_stall_then_closes_them() {
-    let (_folder, piton, addr) =
-        serve_word_count(&["--header-timeout", "2s", "--body-timeout", "2s"]);
+    // Every test client is 127.0.0.1: one client, given every connection here.
+    let (_folder, piton, addr) = serve_word_count(&[
+        "--header-timeout",
+        "2s",
+        "--body-timeout",
+        "2s",
+        "--max-connections-per-client",
+        "512",
+    ]);
     let count = how_many_stalled();
     let stalled: Vec<Stalled> = (0..count)
         .map(|i| Stalled::open(addr, &half_sent(addr, i)))
@@ -130,8 +138,15 @@ async fn serve_http_serves_a_client_while_hundreds_of_half_sent_requests_stall_t
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_past_max_connections_a_new_client_waits_and_is_served() {
-    let (_folder, piton, addr) =
-        serve_word_count(&["--max-connections", "8", "--header-timeout", "2s"]);
+    // One client (127.0.0.1) may hold every connection here: the global limit is tested.
+    let (_folder, piton, addr) = serve_word_count(&[
+        "--max-connections",
+        "8",
+        "--max-connections-per-client",
+        "8",
+        "--header-timeout",
+        "2s",
+    ]);
     let stalled: Vec<Stalled> = (0..8)
         .map(|i| Stalled::open(addr, &half_sent(addr, 1 + i % 2)))
         .collect();
@@ -163,7 +178,9 @@ fn initialize() -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_http_refuses_a_session_past_max_sessions_until_one_is_closed() {
-    let (_folder, piton, addr) = serve_word_count(&["--max-sessions", "2"]);
+    // One client (127.0.0.1) may hold every session here: the global limit is tested.
+    let (_folder, piton, addr) =
+        serve_word_count(&["--max-sessions", "2", "--max-sessions-per-client", "2"]);
     let (first, _) = HttpSession::start(addr).await;
     let (mut second, _) = HttpSession::start(addr).await;
 

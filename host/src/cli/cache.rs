@@ -46,6 +46,11 @@ pub(super) fn cache(action: Option<CacheAction>) -> io::Result<Outcome> {
                     MAX_UNUSED.as_secs() / 86_400,
                     format_size(DEFAULT_MAX_SIZE)
                 )?;
+                if dir.exists()
+                    && let Err(e) = cache::check_private(&dir)
+                {
+                    eprintln!("warning: {e}");
+                }
                 Ok(Outcome::Success)
             }
             Err(e) => {

@@ -304,6 +304,52 @@ mod tests {
     }
 
     #[test]
+    fn serve_http_per_client_shares_default_to_a_quarter_and_are_at_most_the_whole() {
+        let limits = serve_limits(&["--http", "127.0.0.1:0"]).expect("parses");
+        assert_eq!(
+            (
+                limits.max_connections_per_client,
+                limits.max_sessions_per_client
+            ),
+            (128, 64)
+        );
+        let limits = serve_limits(&[
+            "--http",
+            "127.0.0.1:0",
+            "--max-connections",
+            "40",
+            "--max-sessions",
+            "3",
+        ])
+        .expect("parses");
+        assert_eq!(
+            (
+                limits.max_connections_per_client,
+                limits.max_sessions_per_client
+            ),
+            (10, 1)
+        );
+        let limits = serve_limits(&[
+            "--http",
+            "127.0.0.1:0",
+            "--max-connections",
+            "40",
+            "--max-connections-per-client",
+            "1000",
+            "--max-sessions-per-client",
+            "7",
+        ])
+        .expect("parses");
+        assert_eq!(
+            (
+                limits.max_connections_per_client,
+                limits.max_sessions_per_client
+            ),
+            (40, 7)
+        );
+    }
+
+    #[test]
     fn serve_http_limits_parse_durations_and_refuse_zero_or_no_http() {
         let limits = serve_limits(&[
             "--http",
@@ -318,6 +364,8 @@ mod tests {
         assert_eq!(limits.max_sessions, 3);
         for bad in [
             &["--http", "127.0.0.1:0", "--max-connections", "0"][..],
+            &["--http", "127.0.0.1:0", "--max-sessions-per-client", "0"],
+            &["--max-connections-per-client", "3"],
             &["--http", "127.0.0.1:0", "--idle-timeout", "0s"],
             &["--http", "127.0.0.1:0", "--idle-timeout", "soon"],
             &["--max-sessions", "3"],

@@ -9,7 +9,7 @@ use super::load::{PluginsArg, load, loader};
 use super::out::Outcome;
 use super::signal::stop_signal;
 use crate::plugins::FolderWatch;
-use crate::serve::{self, AllowedHost, HttpLimits, Served};
+use crate::serve::{self, AllowedHost, HttpLimits, Served, per_client};
 
 /// What `serve --http` holds open for its clients, at most.
 #[derive(Debug, ClapArgs)]
@@ -20,11 +20,22 @@ pub(super) struct HttpLimitsArg {
     #[arg(long, value_name = "N", default_value = "512", requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+    /// Connections one client (one IP address; for IPv6 one /64) may hold at once;
+    /// past it, its new ones get 429. Default: a quarter of --max-connections. Behind
+    /// a proxy every client has the proxy's address: raise it to --max-connections.
+    #[arg(long, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_client: Option<u32>,
     /// MCP sessions open at once; past it, `initialize` gets 503 until one is closed
     /// (DELETE) or expires. 2026-07-28 requests need no session.
     #[arg(long, value_name = "N", default_value = "256", requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
+    /// MCP sessions one client (as for --max-connections-per-client) may hold at once;
+    /// past it, its `initialize` gets 429. Default: a quarter of --max-sessions.
+    #[arg(long, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions_per_client: Option<u32>,
     /// Time a client has to send a request's headers, from its first byte (or from
     /// connecting); then the connection is closed.
     #[arg(long, value_name = "DURATION", default_value = "10s", requires = "http",
@@ -49,9 +60,16 @@ pub(super) struct HttpLimitsArg {
 
 impl HttpLimitsArg {
     pub(super) fn limits(&self) -> HttpLimits {
+        let max_connections = self.max_connections as usize;
+        let max_sessions = self.max_sessions as usize;
+        // A share above the whole is the whole.
+        let share =
+            |given: Option<u32>, max: usize| given.map_or(per_client(max), |n| n as usize).min(max);
         HttpLimits {
-            max_connections: self.max_connections as usize,
-            max_sessions: self.max_sessions as usize,
+            max_connections,
+            max_connections_per_client: share(self.max_connections_per_client, max_connections),
+            max_sessions,
+            max_sessions_per_client: share(self.max_sessions_per_client, max_sessions),
             header_timeout: self.header_timeout,
             body_timeout: self.body_timeout,
             idle_timeout: self.idle_timeout,

@@ -11,7 +11,9 @@
 //! Clients cannot hold it open ([`HttpLimits`]): a request's head and body must
 //! arrive in time and an idle connection is closed (see `deadline`), connections past
 //! the limit wait in the listen backlog, sessions past the limit are refused with 503
-//! (see `sessions`), and a request body is at most [`MAX_BODY`].
+//! (see `sessions`), and a request body is at most [`MAX_BODY`]. Nor can one client
+//! take every place: past its share (see `per_client`) its new connections and
+//! sessions are refused with 429, and other clients still get in.
 //!
 //! Stopping (`shutdown` resolves): the listener is closed, so new connections are
 //! refused; new calls are refused with an error; kept-alive connections close once
@@ -40,10 +42,11 @@ use super::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
 use super::ends_with_answer::EndsWithAnswer;
 use super::host_check::{AllowedHost, HostCheck};
 use super::limits::HttpLimits;
+use super::per_client::{self, Client, Shares};
 use super::probes;
 use super::served::Served;
 use super::session::{ServeError, Session};
-use super::sessions::{self, BoundedSessions};
+use super::sessions::{self, BoundedSessions, Refusal};
 use super::stop::{Count, FLUSH};
 
 /// The path MCP is served at; every other path is 404.
@@ -60,6 +63,14 @@ const MAX_HEAD: usize = 64 << 10;
 
 /// How often, at most, the log says that the connection limit is reached.
 const LIMIT_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// Connections past their client's share being answered 429 at once; past it they
+/// are closed without an answer. Not counted in `--max-connections`: a client over
+/// its share cannot take the places of others by being refused.
+const REFUSING_AT_ONCE: usize = 64;
+
+/// How long, at most, a refused connection is kept to read its request and answer it.
+const REFUSAL_LINGER: Duration = Duration::from_secs(5);
 
 /// Serves `served` over Streamable HTTP on `listener` within `limits`, answering
 /// requests that name it by its address or by one of `allowed_hosts`, until
@@ -90,6 +101,7 @@ pub async fn serve_http(
         },
         Arc::new(BoundedSessions::new(
             limits.max_sessions,
+            limits.max_sessions_per_client,
             limits.session_timeout,
         )),
         config,
@@ -109,7 +121,11 @@ pub async fn serve_http(
     let slots = Arc::new(Semaphore::new(
         limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
     ));
+    let shares = Shares::new(limits.max_connections_per_client);
+    let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
+    let linger = limits.header_timeout.min(REFUSAL_LINGER);
     let mut logged_full: Option<tokio::time::Instant> = None;
+    let mut logged_client_full: Option<tokio::time::Instant> = None;
     tokio::pin!(shutdown);
     loop {
         let slot = match slots.clone().try_acquire_owned() {
@@ -140,10 +156,31 @@ pub async fn serve_http(
         while connections.try_join_next().is_some() {}
         match accepted {
             Ok((stream, peer)) => {
+                let client = Client::of(peer.ip());
+                let Some(share) = shares.take(client) else {
+                    drop(slot);
+                    let max = shares.max();
+                    if logged_client_full.is_none_or(|at| at.elapsed() >= LIMIT_LOG_EVERY) {
+                        logged_client_full = Some(tokio::time::Instant::now());
+                        tracing::warn!(
+                            "refused a connection of {client}: it has {max} open, the most \
+                             --max-connections-per-client {max} allows (said once a minute)"
+                        );
+                    }
+                    if let Ok(refusing) = refusing.clone().try_acquire_owned() {
+                        connections.spawn(async move {
+                            per_client::refuse(stream, client, max, linger).await;
+                            drop(refusing);
+                        });
+                    }
+                    continue;
+                };
                 let connection = connection(app.clone(), stream, peer, stopping.clone());
                 connections.spawn(async move {
                     connection.await;
-                    // Freed only once the connection is closed.
+                    // Freed only once the connection is closed; the client's share
+                    // first, so that a connection accepted in the place freed sees it.
+                    drop(share);
                     drop(slot);
                 });
             }
@@ -201,6 +238,7 @@ async fn connection(
     mut stopping: watch::Receiver<bool>,
 ) {
     let limits = app.limits;
+    let client = Client::of(peer.ip());
     // An answer goes out in one write (see `ends_with_answer`), but not everything can: an event
     // stream's events, a body larger than the socket takes at once. With Nagle's
     // algorithm on, a write made while the previous one is unacknowledged waits for
@@ -226,7 +264,7 @@ async fn connection(
             let in_flight = post.then(|| app.posts.enter());
             let request = request.map(|body| RequestBody::new(body, phases.clone()));
             async move {
-                let response = app.handle(request).await;
+                let response = app.handle(client, request).await;
                 let events = response
                     .headers()
                     .get(header::CONTENT_TYPE)
@@ -292,7 +330,11 @@ struct App {
 }
 
 impl App {
-    async fn handle(&self, request: Request<RequestBody<Incoming>>) -> Response<Body> {
+    async fn handle(
+        &self,
+        client: Client,
+        request: Request<RequestBody<Incoming>>,
+    ) -> Response<Body> {
         if let Err(why) = self.check.check(request.uri(), request.headers()) {
             tracing::warn!(why, "refused a request (possible DNS rebinding)");
             return text(StatusCode::FORBIDDEN, format!("Forbidden: {why}"));
@@ -315,24 +357,47 @@ impl App {
                 format!("Not Found: piton serves MCP at {MCP_PATH}"),
             );
         }
-        let (response, refused) = sessions::refused(self.mcp.handle(request)).await;
-        if refused {
-            let max = self.limits.max_sessions;
-            tracing::warn!(
-                "refused a new MCP session: {max} are open, the most --max-sessions {max} allows"
-            );
-            return text(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "Service Unavailable: {max} MCP sessions are open, the most piton allows \
-                     (--max-sessions {max}). Close one (DELETE {MCP_PATH} with its \
-                     Mcp-Session-Id) or wait for an idle one to end (--session-timeout \
-                     {:?}), then initialize again.",
-                    self.limits.session_timeout
-                ),
-            );
+        let (response, refusal) = sessions::refused(client, self.mcp.handle(request)).await;
+        match refusal {
+            None => response,
+            Some(Refusal::Full(max)) => self.sessions_full(max),
+            Some(Refusal::ClientFull(client, max)) => self.client_sessions_full(client, max),
         }
-        response
+    }
+
+    /// The answer to an `initialize` past `--max-sessions`.
+    fn sessions_full(&self, max: usize) -> Response<Body> {
+        tracing::warn!(
+            "refused a new MCP session: {max} are open, the most --max-sessions {max} allows"
+        );
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Service Unavailable: {max} MCP sessions are open, the most piton allows \
+                 (--max-sessions {max}). Close one (DELETE {MCP_PATH} with its \
+                 Mcp-Session-Id) or wait for an idle one to end (--session-timeout \
+                 {:?}), then initialize again.",
+                self.limits.session_timeout
+            ),
+        )
+    }
+
+    /// The answer to an `initialize` of `client` past `--max-sessions-per-client`.
+    fn client_sessions_full(&self, client: Client, max: usize) -> Response<Body> {
+        tracing::warn!(
+            "refused a new MCP session of {client}: it has {max} open, the most \
+             --max-sessions-per-client {max} allows"
+        );
+        text(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "Too Many Requests: this client ({client}) has {max} MCP sessions open, the \
+                 most one client may have (--max-sessions-per-client {max}). Close one \
+                 (DELETE {MCP_PATH} with its Mcp-Session-Id) or wait for an idle one to end \
+                 (--session-timeout {:?}), then initialize again.",
+                self.limits.session_timeout
+            ),
+        )
     }
 }
 

@@ -15,6 +15,7 @@ mod lean;
 #[cfg(test)]
 mod lean_tests;
 mod limits;
+mod per_client;
 mod probes;
 mod served;
 mod session;
@@ -24,7 +25,7 @@ mod wire;
 
 pub use host_check::{AllowedHost, HostCheck};
 pub use http::{MAX_BODY, MCP_PATH, serve_http};
-pub use limits::HttpLimits;
+pub use limits::{HttpLimits, per_client};
 pub use probes::{HEALTH_PATH, METRICS_PATH, READY_PATH};
 pub use served::Served;
 pub use session::{ServeError, Session, serve, serve_until};

@@ -13,7 +13,8 @@
 //! plugins folders sharing one cache: none can break another, and an entry any of
 //! them used in the last week stays unless the cache is over its size.
 //!
-//! The folder is hostile input too: only regular files whose names are exactly an
+//! The folder is hostile input too: it and each entry are used only when private to
+//! this user (see `cache_private`; a new folder is made 0700), and only regular files whose names are exactly an
 //! entry's (or piton's own temporary files, `.piton-XXXXXX.cwasm.tmp`, once an hour
 //! old) are counted or removed. A link is never followed or removed, nor is a
 //! folder or any other file.
@@ -25,6 +26,8 @@ use std::time::{Duration, SystemTime};
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+use super::cache_private;
 
 /// How long an entry may go unused by every load before a load removes it.
 pub const MAX_UNUSED: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -41,7 +44,8 @@ const TEMP_RANDOM: usize = 6;
 /// A folder of precompiled components (`.cwasm`).
 ///
 /// Precompiled code is native code: whoever can write this folder can run code as
-/// piton. It is created private to the user (0700), under the user's cache folder.
+/// piton. It is created private to the user (0700), under the user's cache folder,
+/// and not used unless it is private (see `cache_private`).
 #[derive(Clone, Debug)]
 pub(crate) struct CompileCache {
     dir: PathBuf,
@@ -51,13 +55,15 @@ pub(crate) struct CompileCache {
 }
 
 impl CompileCache {
-    /// The cache in `dir` for code compiled by `engine`, created if missing.
+    /// The cache in `dir` for code compiled by `engine`, created (0700) if missing;
+    /// an error saying why and what to do when it is not private to this user.
     pub(crate) fn open(dir: &Path, engine: &Engine) -> std::io::Result<Self> {
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(dir)?;
+        cache_private::check_folder(dir)?;
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(Self {
@@ -86,16 +92,27 @@ impl CompileCache {
     }
 
     /// The component whose bytes hash to `sha256`, when the cache holds a usable one
-    /// (a regular file: a link there is not followed); it is marked used.
+    /// (a regular file, private to this user, in the folder still private: a link
+    /// there is not followed); it is marked used.
     pub(crate) fn get(&self, engine: &Engine, sha256: &str) -> Option<Component> {
         let path = self.path(sha256);
         let meta = std::fs::symlink_metadata(&path).ok()?;
         if !meta.file_type().is_file() {
             return None;
         }
+        if let Err(error) = cache_private::check_folder(&self.dir) {
+            tracing::warn!("{error}");
+            return None;
+        }
+        if let Err(why) = cache_private::check(&meta) {
+            tracing::warn!("{}", why.of_entry(&path));
+            return None;
+        }
         // SAFETY: the file was written by `compile` below from
         // `Engine::precompile_component` with an engine of the same settings (the
-        // name carries their hash); wasmtime also checks its header on load.
+        // name carries their hash); wasmtime also checks its header on load. Only
+        // this user (or root) can write it or the folder, so the path still names
+        // the file just checked.
         match unsafe { Component::deserialize_file(engine, &path) } {
             Ok(component) => {
                 mark_used(&path);
@@ -127,6 +144,7 @@ impl CompileCache {
 
     /// Writes to a temporary file and renames it, so a reader never sees half a file.
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
+        cache_private::check_folder(&self.dir)?;
         let mut tmp = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
             .suffix(TEMP_SUFFIX)
@@ -181,6 +199,12 @@ pub fn usage(dir: &Path) -> std::io::Result<Usage> {
         entries: found.entries.len(),
         bytes: found.entries.iter().map(|e| e.size).sum(),
     })
+}
+
+/// Whether the cache folder `dir` is private to this user, as a load requires to use
+/// it; otherwise why not and what to do.
+pub fn check_private(dir: &Path) -> std::io::Result<()> {
+    cache_private::check_folder(dir)
 }
 
 /// What [`clean`] removed, and what it could not.

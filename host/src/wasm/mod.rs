@@ -3,6 +3,7 @@
 
 mod bindings;
 pub mod cache;
+mod cache_private;
 pub mod check;
 mod diagnose;
 pub(crate) mod fds;
