@@ -129,7 +129,8 @@ fn every_relative_link_reaches_a_file_and_its_heading() {
 }
 
 /// `piton` command lines shown in `text`: lines of code blocks that start with
-/// `piton ` (or `$ piton `), with the lines under one that continue it with flags,
+/// `piton ` (or `$ piton `), with the lines under one that continue it (flags in
+/// brackets, or after a line that ends in `\`),
 /// and inline code spans that start with `piton `.
 fn command_lines(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
@@ -146,7 +147,10 @@ fn command_lines(text: &str) -> Vec<String> {
             if bare.starts_with("piton ") {
                 found.push(bare.to_owned());
                 continuing = true;
-            } else if continuing && line.trim_start().starts_with('[') {
+            } else if continuing
+                && (line.trim_start().starts_with('[')
+                    || found.last().is_some_and(|last| last.ends_with('\\')))
+            {
                 if let Some(last) = found.last_mut() {
                     last.push(' ');
                     last.push_str(line.trim());

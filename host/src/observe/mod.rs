@@ -223,7 +223,7 @@ impl<'a> Watch<'a> {
             .listed
             .into_iter()
             .map(|mut denial| {
-                denial.target = audit::redact(&denial.target, secrets);
+                denial.target = notes::redact(&denial.target, secrets);
                 denial
             })
             .collect();
@@ -247,7 +247,7 @@ impl<'a> Watch<'a> {
             duration_ms: took.as_secs_f64() * 1000.0,
             outcome,
             message: message.map(|m| {
-                let mut m = audit::redact(&m, secrets);
+                let mut m = notes::redact(&m, secrets);
                 notes::truncate(&mut m, audit::MAX_MESSAGE);
                 m
             }),

@@ -167,7 +167,7 @@ impl Notes {
         if self.details && inner.listed.len() < MAX_DENIALS_LISTED {
             // Masked before it is cut: a target padded to end mid-value would keep
             // all of the value but the bytes cut, which no longer match the mask.
-            let mut target = super::audit::redact(&target.to_string(), &inner.secrets);
+            let mut target = redact(&target.to_string(), &inner.secrets);
             truncate(&mut target, MAX_TARGET);
             inner.listed.push(Denial {
                 capability,
@@ -231,6 +231,18 @@ impl Denials {
             notes.deny(capability, target, why);
         }
     }
+}
+
+/// `text` with every one of `secrets` (at least 4 bytes long) replaced by
+/// `[secret]`: a tool's message could repeat a value it was given.
+pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
+    let mut text = text.to_owned();
+    for secret in secrets.iter().filter(|s| s.len() >= 4) {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), "[secret]");
+        }
+    }
+    text
 }
 
 /// Cuts `text` to at most `max` bytes, on a character boundary, marking the cut.
@@ -327,9 +339,18 @@ mod tests {
             .await;
         let taken = notes.take();
         // What the audit record gets: the listed target, masked again at the end.
-        let logged = crate::observe::audit::redact(&taken.listed[0].target, &taken.secrets);
+        let logged = redact(&taken.listed[0].target, &taken.secrets);
         assert!(!logged.contains("s3cret-valu"), "{logged}");
         assert!(logged.len() <= MAX_TARGET + '…'.len_utf8(), "{logged}");
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_short_values_left() {
+        let secrets = ["Bearer abc123".to_owned(), "C".to_owned()];
+        assert_eq!(
+            redact("sent Bearer abc123 to C", &secrets),
+            "sent [secret] to C"
+        );
     }
 
     #[test]
