@@ -10,6 +10,7 @@ mod hostile;
 mod install;
 mod lang;
 mod limits;
+mod links;
 mod loading;
 mod mcp_client;
 mod net;
