@@ -41,6 +41,7 @@ pub mod grants;
 mod group;
 mod limits;
 pub mod loader;
+mod nolinks;
 pub mod observe;
 mod parse;
 pub mod plugin_pins;

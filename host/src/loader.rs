@@ -239,7 +239,7 @@ impl Loader {
         let protected = plugins::protected(&self.at, &config, &self.runtime);
         let mut used = BTreeSet::new();
         let (mut files, mut named) = (BTreeSet::new(), BTreeSet::new());
-        for read in plugins::read(&self.runtime, &self.at, &config.pins).await? {
+        for read in plugins::read(&self.runtime, &self.at, &config).await? {
             let tools = match read {
                 Ok(tools) => tools,
                 Err(error) => {

@@ -12,19 +12,24 @@
 //! - is on the way to one (a folder of its path, after symbolic links, lies in the
 //!   mount: a call could swap that folder for a link).
 //!
-//! Paths are compared canonical; a place that does not exist yet is taken as its
-//! nearest existing ancestor, canonical, with the rest of the path appended. "Read"
-//! mounts of these places are allowed.
+//! A mount's folder is taken as walked without links ([`crate::nolinks`]): a mount
+//! (read or write) whose path holds a symbolic link is refused outright, since a tool
+//! that may write where the link is could have planted it. A place is compared
+//! canonical; one that does not exist yet is taken as its nearest existing ancestor,
+//! canonical, with the rest of the path appended. "Read" mounts of these places are
+//! allowed.
 //!
 //! A guest cannot make a mount a way to one of them later: its links never lead
 //! outside its mount (wasmtime-wasi resolves every path beneath the mount's folder
 //! and refuses absolute link targets), and piton never follows a link inside a mount
-//! on its own behalf: it opens the places below by the paths checked here, and a
-//! mount's folder is checked to be the one loaded on every call.
+//! on its own behalf: it opens the places below by the paths checked here, a mount's
+//! path is walked without links at every load, and a mount's folder is checked to be
+//! the one loaded on every call.
 
 use std::path::{Component, Path, PathBuf};
 
 use crate::grants::{Grants, MountMode};
+use crate::nolinks::NoLinks;
 
 /// The places piton loads or trusts, each with its absolute path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,35 +68,72 @@ impl Protected {
         self.places.iter().map(|place| place.path.as_path())
     }
 
-    /// `Ok` when no "write" mount of `grants` holds, lies inside or leads to a
-    /// protected place; else what is wrong and the fix, naming the mount (by its
-    /// index in `grants.mounts`) and the place.
+    /// `Ok` when no mount of `grants` has a symbolic link in its path (see
+    /// [`crate::nolinks`]) and no "write" mount holds, lies inside or leads to a
+    /// protected place; else what is wrong and the fix, naming the mount (by its index
+    /// in `grants.mounts`) and the link or the place.
     pub fn check(&self, grants: &Grants) -> Result<(), String> {
+        for (index, mount) in grants.mounts.iter().enumerate() {
+            if let Err(found @ NoLinks::Link { .. }) = crate::nolinks::real_folder(&mount.host) {
+                return Err(format!("mounts[{index}]: {}", found.for_mount(&mount.host)));
+            }
+        }
+        let Some(reach) = self.reached_by(grants) else {
+            return Ok(());
+        };
+        Err(format!(
+            "mounts[{}]: {} is granted mode = \"write\" and {} {} {}, which piton \
+             protects: a call could change what piton loads or trusts; grant it mode = \
+             \"read\", or mount a folder that neither holds nor lies inside {}",
+            reach.index,
+            reach.mount.display(),
+            reach.how,
+            reach.what,
+            reach.place.display(),
+            reach.place.display(),
+        ))
+    }
+
+    /// The first "write" mount of `grants` that holds, lies inside or leads to a
+    /// protected place, with how.
+    pub(crate) fn reached_by<'a>(&'a self, grants: &'a Grants) -> Option<Reach<'a>> {
         for (index, mount) in grants.mounts.iter().enumerate() {
             if mount.mode != MountMode::Write {
                 continue;
             }
-            let host = mount
-                .host
-                .canonicalize()
-                .unwrap_or_else(|_| absolute(&mount.host));
+            // The folder as walked without links (a link is refused by `check`); one
+            // missing now is taken as written (a call would fail on its pin).
+            let host =
+                crate::nolinks::real_folder(&mount.host).unwrap_or_else(|_| absolute(&mount.host));
             for place in &self.places {
-                let Some(how) = relation(&host, &place.path) else {
-                    continue;
-                };
-                return Err(format!(
-                    "mounts[{index}]: {} is granted mode = \"write\" and {how} {} {}, which \
-                     piton protects: a call could change what piton loads or trusts; grant \
-                     it mode = \"read\", or mount a folder that neither holds nor lies inside {}",
-                    mount.host.display(),
-                    place.what,
-                    place.path.display(),
-                    place.path.display(),
-                ));
+                if let Some(how) = relation(&host, &place.path) {
+                    return Some(Reach {
+                        index,
+                        mount: &mount.host,
+                        how,
+                        what: &place.what,
+                        place: &place.path,
+                    });
+                }
             }
         }
-        Ok(())
+        None
     }
+}
+
+/// A "write" mount that reaches a protected place.
+#[derive(Debug)]
+pub(crate) struct Reach<'a> {
+    /// Its index in the grants' mounts.
+    pub(crate) index: usize,
+    /// Its folder, as granted.
+    pub(crate) mount: &'a Path,
+    /// "holds", "lies inside" or "is on the way to".
+    pub(crate) how: &'static str,
+    /// What the place is, such as "the plugins folder".
+    pub(crate) what: &'a str,
+    /// The place.
+    pub(crate) place: &'a Path,
 }
 
 /// How the folder `mount` (canonical) reaches `place`, if it does: it holds it,
@@ -244,6 +286,38 @@ mod tests {
         let mut protected = Protected::new();
         protected.add("the plugins folder", &real.join("plugins"));
         assert!(protected.check(&grants(&data, MountMode::Write)).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_mount_whose_path_holds_a_link_is_refused_read_or_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real/sub")).unwrap();
+        std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+        let protected = Protected::new();
+        for mode in [MountMode::Read, MountMode::Write] {
+            for host in [root.join("link"), root.join("link/sub")] {
+                let error = protected.check(&grants(&host, mode)).unwrap_err();
+                assert!(error.starts_with("mounts[0]: "), "{error}");
+                assert!(
+                    error.contains(&format!("symbolic link {}", root.join("link").display())),
+                    "{error}"
+                );
+                assert!(
+                    error.contains("point the grant at the real folder"),
+                    "{error}"
+                );
+                assert!(
+                    error.contains(&root.join("real").display().to_string()),
+                    "{error}"
+                );
+            }
+            assert_eq!(
+                protected.check(&grants(&root.join("real/sub"), mode)),
+                Ok(())
+            );
+        }
     }
 
     #[test]

@@ -71,7 +71,10 @@ fn assert_refused_for_the_link(said: &str, tool: &str, link: &Path) {
     assert!(line.contains("mounts[0]"), "{line}");
     assert!(line.contains(&link.display().to_string()), "{line}");
     assert!(line.contains("symbolic link"), "{line}");
-    assert!(line.contains("point the grant at the real folder"), "{line}");
+    assert!(
+        line.contains("point the grant at the real folder"),
+        "{line}"
+    );
 }
 
 /// A destructive tool that may write `w` swaps `w/sub` for a link to `../outside`;
@@ -132,10 +135,15 @@ fn a_nested_mount_swapped_for_a_link_is_refused_at_a_reload() {
 
     let answer = piton.request(2, "tools/call", call("fs_write", swap()));
     assert_eq!(answer["result"]["content"][0]["text"], "ok", "{answer}");
+    // piton.toml written anew, whole (a rename, so no reload reads half of it).
     let config = plugins.join("piton.toml");
     let text = std::fs::read_to_string(&config).expect("read");
-    std::fs::write(&config, format!("{text}\n")).expect("touch piton.toml");
+    let new = root.join("piton.toml.new");
+    std::fs::write(&new, format!("{text}\n")).expect("write");
+    std::fs::rename(&new, &config).expect("touch piton.toml");
     piton.running.stderr.wait_for("reloaded the plugins");
+    // Sent once the new registry is served.
+    piton.list_changed();
 
     let answer = piton.request(
         3,
@@ -152,8 +160,9 @@ fn a_nested_mount_swapped_for_a_link_is_refused_at_a_reload() {
         !root.join("data/outside/planted.txt").exists(),
         "wrote outside after the reload: {answer}"
     );
-    assert_eq!(piton.tools(5), ["fs_write"]);
+    let tools = piton.tools(5);
     let said = piton.running.stderr.text();
+    assert_eq!(tools, ["fs_write"], "{said}");
     let link = root.join("data/w/sub");
     assert_refused_for_the_link(&said, "read_file", &link);
     assert_refused_for_the_link(&said, "files", &link);
@@ -215,9 +224,15 @@ fn a_plugin_linked_from_a_folder_a_tool_may_write_is_refused() {
             .lines()
             .find(|line| line.contains(&plugins.join(file).display().to_string()))
             .unwrap_or_else(|| panic!("no refusal of {file}:\n{said}"));
-        assert!(line.contains("copy the file into the plugins folder"), "{line}");
+        assert!(
+            line.contains("copy the file into the plugins folder"),
+            "{line}"
+        );
     }
-    let line = said.lines().find(|l| l.contains("linked.wasm")).unwrap_or("");
+    let line = said
+        .lines()
+        .find(|l| l.contains("linked.wasm"))
+        .unwrap_or("");
     assert!(line.contains(&w.display().to_string()), "{line}");
     assert!(line.contains("[tools.fs_write]"), "{line}");
     let line = said.lines().find(|l| l.contains("hard.wasm")).unwrap_or("");
@@ -228,7 +243,12 @@ fn a_plugin_linked_from_a_folder_a_tool_may_write_is_refused() {
         let args = json!({"mode": "write", "op": "copy",
             "from": format!("/stash/{from}.wasm"), "path": format!("/w/{to}.wasm")});
         let out = call(&plugins, "fs_write", &args);
-        assert!(stdout(&out).starts_with("ok "), "{}{}", stdout(&out), stderr(&out));
+        assert!(
+            stdout(&out).starts_with("ok "),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
     }
     let (names, said) = list(&plugins);
     assert_eq!(names, ["fs_write"], "served code a tool wrote: {said}");

@@ -360,8 +360,11 @@ fn a_tool_cannot_be_granted_write_inside_an_upstream_servers_folder_or_on_its_pr
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).expect("bin");
     std::fs::write(bin.join("my-server"), "#!/bin/sh\n").expect("program");
-    std::fs::set_permissions(bin.join("my-server"), std::fs::Permissions::from_mode(0o755))
-        .expect("chmod");
+    std::fs::set_permissions(
+        bin.join("my-server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
     let file = dir.path().join("piton.toml");
     let at = piton_host::plugins::PluginsAt::Folder(dir.path().join("plugins"));
     let cases = [
