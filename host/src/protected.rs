@@ -10,7 +10,8 @@
 //! - holds one of these places (an ancestor of it, or the place itself),
 //! - lies inside one, or
 //! - is on the way to one (a folder of its path, after symbolic links, lies in the
-//!   mount: a call could swap that folder for a link).
+//!   mount, or a link the path is resolved through does: a call could swap that
+//!   folder for a link, or point that link elsewhere).
 //!
 //! A mount's folder is taken as walked without links ([`crate::nolinks`]): a mount
 //! (read or write) whose path holds a symbolic link is refused outright, since a tool
@@ -155,7 +156,48 @@ fn relation(mount: &Path, place: &Path) -> Option<&'static str> {
         }
         way = folder.parent();
     }
+    // Each link the path is resolved through (a link's own target's too): one that
+    // lies in the mount could be pointed elsewhere by a call.
+    if links_crossed(place)
+        .iter()
+        .any(|link| link.starts_with(mount))
+    {
+        return Some("is on the way to");
+    }
     None
+}
+
+/// Where each symbolic link met while resolving `path` lies (its folder resolved, and
+/// its name), in the order met; at most 40 links are followed, as the system does.
+fn links_crossed(path: &Path) -> Vec<PathBuf> {
+    let mut links = Vec::new();
+    let mut parts: Vec<std::ffi::OsString> = path
+        .components()
+        .rev()
+        .map(|part| part.as_os_str().to_owned())
+        .collect();
+    let mut at = PathBuf::new();
+    while let Some(part) = parts.pop() {
+        let next = match Path::new(&part).components().next() {
+            Some(Component::Normal(_)) => at.join(&part),
+            Some(Component::ParentDir) => {
+                at.pop();
+                continue;
+            }
+            Some(Component::CurDir) | None => continue,
+            Some(_) => PathBuf::from(&part),
+        };
+        let link = std::fs::symlink_metadata(&next).is_ok_and(|meta| meta.is_symlink());
+        let target = link.then(|| std::fs::read_link(&next).ok()).flatten();
+        match target {
+            Some(target) if links.len() < 40 => {
+                links.push(next);
+                parts.extend(target.components().rev().map(|p| p.as_os_str().to_owned()));
+            }
+            _ => at = next,
+        }
+    }
+    links
 }
 
 /// `path` with links resolved: its nearest existing ancestor canonical, and the rest
@@ -286,6 +328,30 @@ mod tests {
         let mut protected = Protected::new();
         protected.add("the plugins folder", &real.join("plugins"));
         assert!(protected.check(&grants(&data, MountMode::Write)).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_mount_holding_a_link_that_a_place_is_reached_through_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("w")).unwrap();
+        std::fs::create_dir_all(root.join("safe/c/plugins")).unwrap();
+        // root/a -> w/hop/c, and w/hop -> ../safe: the plugins folder is reached through
+        // a link inside the mount, which a call could point elsewhere.
+        std::os::unix::fs::symlink("../safe", root.join("w/hop")).unwrap();
+        std::os::unix::fs::symlink("w/hop/c", root.join("a")).unwrap();
+        let mut protected = Protected::new();
+        protected.add("the plugins folder", &root.join("a/plugins"));
+        let error = protected
+            .check(&grants(&root.join("w"), MountMode::Write))
+            .unwrap_err();
+        assert!(error.contains("is on the way to"), "{error}");
+        assert!(
+            protected
+                .check(&grants(&root.join("w"), MountMode::Read))
+                .is_ok()
+        );
     }
 
     #[cfg(unix)]
