@@ -356,7 +356,10 @@ enum Unreadable {
 
 /// A check of a component file opened (the path, the open file), before any byte of
 /// it is read: `Err` says why it may not be loaded, and the fix. Blocking.
-pub(crate) type FileCheck = Arc<dyn Fn(&Path, &std::fs::File) -> Result<(), String> + Send + Sync>;
+pub(crate) type FileCheck = Arc<CheckFile>;
+
+/// What a [`FileCheck`] holds.
+pub(crate) type CheckFile = dyn Fn(&Path, &std::fs::File) -> Result<(), String> + Send + Sync;
 
 /// Opens the component file `path` for `runtime`: hashes it as it reads, in small
 /// pieces (no buffer of the whole file, no page faults for it), and takes the
@@ -367,7 +370,7 @@ pub(crate) type FileCheck = Arc<dyn Fn(&Path, &std::fs::File) -> Result<(), Stri
 fn open(
     runtime: &WasmRuntime,
     path: &Path,
-    check: Option<&(dyn Fn(&Path, &std::fs::File) -> Result<(), String> + Send + Sync)>,
+    check: Option<&CheckFile>,
 ) -> Result<Opened, Unreadable> {
     use std::io::{Read as _, Seek as _};
     let mut file = std::fs::File::open(path).map_err(Unreadable::Io)?;
