@@ -13,7 +13,7 @@
 //!   mount, or a link the path is resolved through does: a call could swap that
 //!   folder for a link, or point that link elsewhere).
 //!
-//! A mount's folder is taken as walked without links ([`crate::nolinks`]): a mount
+//! A mount's folder is taken as walked without links (`nolinks.rs`): a mount
 //! (read or write) whose path holds a symbolic link is refused outright, since a tool
 //! that may write where the link is could have planted it. A place is compared
 //! canonical; one that does not exist yet is taken as its nearest existing ancestor,
@@ -70,7 +70,7 @@ impl Protected {
     }
 
     /// `Ok` when no mount of `grants` has a symbolic link in its path (see
-    /// [`crate::nolinks`]) and no "write" mount holds, lies inside or leads to a
+    /// `nolinks.rs`) and no "write" mount holds, lies inside or leads to a
     /// protected place; else what is wrong and the fix, naming the mount (by its index
     /// in `grants.mounts`) and the link or the place.
     pub fn check(&self, grants: &Grants) -> Result<(), String> {

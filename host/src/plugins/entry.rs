@@ -130,3 +130,68 @@ fn identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
 fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
     None
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::grants::{Mount, MountMode};
+
+    fn granting(host: &Path, mode: MountMode) -> Vec<(String, Grants)> {
+        let mounts = vec![Mount {
+            host: host.to_path_buf(),
+            guest: "/w".into(),
+            mode,
+        }];
+        vec![(
+            "t".to_owned(),
+            Grants {
+                mounts,
+                ..Grants::default()
+            },
+        )]
+    }
+
+    fn checked(path: &Path, writers: &[(String, Grants)]) -> Result<(), String> {
+        check_entry(path, &std::fs::File::open(path).unwrap(), writers)
+    }
+
+    #[test]
+    fn a_link_into_a_write_mount_and_a_second_name_are_refused_and_the_rest_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (plugins, w, elsewhere) = (root.join("plugins"), root.join("w"), root.join("x"));
+        for folder in [&plugins, &w, &elsewhere] {
+            std::fs::create_dir(folder).unwrap();
+        }
+        std::fs::write(plugins.join("plain.wasm"), "").unwrap();
+        std::fs::write(w.join("a.wasm"), "").unwrap();
+        std::fs::write(elsewhere.join("b.wasm"), "").unwrap();
+        std::os::unix::fs::symlink(w.join("a.wasm"), plugins.join("a.wasm")).unwrap();
+        std::os::unix::fs::symlink("../x/b.wasm", plugins.join("b.wasm")).unwrap();
+        // A link to a link in the mount that leads out of it.
+        std::os::unix::fs::symlink("../x/b.wasm", w.join("hop.wasm")).unwrap();
+        std::os::unix::fs::symlink(w.join("hop.wasm"), plugins.join("c.wasm")).unwrap();
+        std::fs::write(elsewhere.join("d.wasm"), "").unwrap();
+        std::fs::hard_link(elsewhere.join("d.wasm"), plugins.join("d.wasm")).unwrap();
+
+        let write = granting(&w, MountMode::Write);
+        for name in ["plain.wasm", "b.wasm"] {
+            assert_eq!(checked(&plugins.join(name), &write), Ok(()), "{name}");
+        }
+        for name in ["a.wasm", "c.wasm"] {
+            let error = checked(&plugins.join(name), &write).unwrap_err();
+            assert!(error.contains("[tools.t] mounts[0]"), "{name}: {error}");
+            assert!(
+                error.contains("copy the file into the plugins folder"),
+                "{error}"
+            );
+        }
+        let error = checked(&plugins.join("d.wasm"), &write).unwrap_err();
+        assert!(error.contains("2 hard links"), "{error}");
+        // A "read" mount cannot change the plugin.
+        let read = granting(&w, MountMode::Read);
+        for name in ["a.wasm", "c.wasm"] {
+            assert_eq!(checked(&plugins.join(name), &read), Ok(()), "{name}");
+        }
+    }
+}

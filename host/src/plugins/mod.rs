@@ -167,7 +167,7 @@ fn command_files(command: &StdioCommand) -> Vec<PathBuf> {
 /// a `plugin`, several for a `toolbox-plugin`) or the reason it did not load. A file
 /// that `config` pins is refused, unread by the engine, when its digest is another;
 /// so is a file a tool of `config` could change through a link (see
-/// [`entry`](self::entry)). Tool pins and the rest of piton.toml are applied by
+/// `plugins/entry.rs`). Tool pins and the rest of piton.toml are applied by
 /// [`Loader`](crate::loader::Loader).
 pub async fn read(
     runtime: &WasmRuntime,
