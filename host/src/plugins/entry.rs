@@ -152,7 +152,11 @@ mod tests {
     }
 
     fn checked(path: &Path, writers: &[(String, Grants)]) -> Result<(), String> {
-        check_entry(path, &std::fs::File::open(path).unwrap(), writers)
+        check_entry(
+            path,
+            &std::fs::File::open(path).expect("the entry opens"),
+            writers,
+        )
     }
 
     #[test]
