@@ -290,19 +290,8 @@ fn parse_tool(
 }
 
 fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {
-    let host = base.join(&raw.host);
-    let host = host.canonicalize().map_err(|e| {
-        (
-            "host".to_owned(),
-            format!("{} cannot be used ({e}); create the folder or fix the path (relative paths are relative to piton.toml)", host.display()),
-        )
-    })?;
-    if !host.is_dir() {
-        return Err((
-            "host".to_owned(),
-            format!("{} is not a folder; mount a folder", host.display()),
-        ));
-    }
+    let host =
+        crate::nolinks::mount_host(&base.join(&raw.host)).map_err(|m| ("host".to_owned(), m))?;
     let guest = Path::new(&raw.guest);
     let clean = guest.is_absolute()
         && guest

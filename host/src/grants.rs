@@ -8,7 +8,7 @@
 //! | destructive | as granted | as for not destructive |
 //! | open_world = false | — | none: no DNS, no sockets, no HTTP |
 //! | open_world = true | — | only the granted host:port pairs |
-//! | any | never "write" on the plugins folder, config files or compile cache ([`crate::protected`]); a mount's folder must be the one loaded; at most `max_write` bytes written, 10 000 new entries made, 16 listings open | — |
+//! | any | never "write" on the plugins folder, config files or compile cache ([`crate::protected`]); no symbolic link in a mount's path; a mount's folder must be the one loaded; at most `max_write` bytes written, 10 000 new entries made, 16 listings open | — |
 //!
 //! A grant without `tcp = true` is HTTP(S) only, through wasi:http: the host sets the
 //! TLS server name and `Host`, and adds secret headers over TLS only (or in clear to a

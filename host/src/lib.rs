@@ -43,6 +43,7 @@ mod hint_overrides;
 mod limits;
 pub mod loader;
 pub mod name_claims;
+mod nolinks;
 pub mod observe;
 mod parse;
 pub mod plugin_pins;

@@ -240,7 +240,7 @@ impl Loader {
         }
         let protected = plugins::protected(&self.at, &config, &self.runtime);
         let (mut files, mut named, mut read_tools) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
-        for read in plugins::read(&self.runtime, &self.at, &config.pins).await? {
+        for read in plugins::read(&self.runtime, &self.at, &config).await? {
             let tools = match read {
                 Ok(tools) => tools,
                 Err(error) => {

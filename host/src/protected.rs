@@ -10,21 +10,27 @@
 //! - holds one of these places (an ancestor of it, or the place itself),
 //! - lies inside one, or
 //! - is on the way to one (a folder of its path, after symbolic links, lies in the
-//!   mount: a call could swap that folder for a link).
+//!   mount, or a link the path is resolved through does: a call could swap that
+//!   folder for a link, or point that link elsewhere).
 //!
-//! Paths are compared canonical; a place that does not exist yet is taken as its
-//! nearest existing ancestor, canonical, with the rest of the path appended. "Read"
-//! mounts of these places are allowed.
+//! A mount's folder is taken as walked without links (`nolinks.rs`): a mount
+//! (read or write) whose path holds a symbolic link is refused outright, since a tool
+//! that may write where the link is could have planted it. A place is compared
+//! canonical; one that does not exist yet is taken as its nearest existing ancestor,
+//! canonical, with the rest of the path appended. "Read" mounts of these places are
+//! allowed.
 //!
 //! A guest cannot make a mount a way to one of them later: its links never lead
 //! outside its mount (wasmtime-wasi resolves every path beneath the mount's folder
 //! and refuses absolute link targets), and piton never follows a link inside a mount
-//! on its own behalf: it opens the places below by the paths checked here, and a
-//! mount's folder is checked to be the one loaded on every call.
+//! on its own behalf: it opens the places below by the paths checked here, a mount's
+//! path is walked without links at every load, and a mount's folder is checked to be
+//! the one loaded on every call.
 
 use std::path::{Component, Path, PathBuf};
 
 use crate::grants::{Grants, MountMode};
+use crate::nolinks::NoLinks;
 
 /// The places piton loads or trusts, each with its absolute path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,34 +69,56 @@ impl Protected {
         self.places.iter().map(|place| place.path.as_path())
     }
 
-    /// `Ok` when no "write" mount of `grants` holds, lies inside or leads to a
-    /// protected place; else what is wrong and the fix, naming the mount (by its
-    /// index in `grants.mounts`) and the place.
+    /// `Ok` when no mount of `grants` has a symbolic link in its path (see
+    /// `nolinks.rs`) and no "write" mount holds, lies inside or leads to a
+    /// protected place; else what is wrong and the fix, naming the mount (by its index
+    /// in `grants.mounts`) and the link or the place.
     pub fn check(&self, grants: &Grants) -> Result<(), String> {
+        for (index, mount) in grants.mounts.iter().enumerate() {
+            if let Err(found @ NoLinks::Link { .. }) = crate::nolinks::real_folder(&mount.host) {
+                return Err(format!("mounts[{index}]: {}", found.for_mount(&mount.host)));
+            }
+        }
+        let Some(reach) = self.reached_by(grants) else {
+            return Ok(());
+        };
+        Err(format!(
+            "mounts[{}]: {} is granted mode = \"write\" and {} {} {}, which piton \
+             protects: a call could change what piton loads or trusts; grant it mode = \
+             \"read\", or mount a folder that neither holds nor lies inside {}",
+            reach.index,
+            reach.mount.display(),
+            reach.how,
+            reach.what,
+            reach.place.display(),
+            reach.place.display(),
+        ))
+    }
+
+    /// The first "write" mount of `grants` that holds, lies inside or leads to a
+    /// protected place, with how.
+    pub(crate) fn reached_by<'a>(&'a self, grants: &'a Grants) -> Option<Reach<'a>> {
         for (index, mount) in grants.mounts.iter().enumerate() {
             if mount.mode != MountMode::Write {
                 continue;
             }
-            let host = mount
-                .host
-                .canonicalize()
-                .unwrap_or_else(|_| absolute(&mount.host));
+            // The folder as walked without links (a link is refused by `check`); one
+            // missing now is taken as written (a call would fail on its pin).
+            let host =
+                crate::nolinks::real_folder(&mount.host).unwrap_or_else(|_| absolute(&mount.host));
             for place in &self.places {
-                let Some(how) = relation(&host, &place.path) else {
-                    continue;
-                };
-                return Err(format!(
-                    "mounts[{index}]: {} is granted mode = \"write\" and {how} {} {}, which \
-                     piton protects: a call could change what piton loads or trusts; grant \
-                     it mode = \"read\", or mount a folder that neither holds nor lies inside {}",
-                    mount.host.display(),
-                    place.what,
-                    place.path.display(),
-                    place.path.display(),
-                ));
+                if let Some(how) = relation(&host, &place.path) {
+                    return Some(Reach {
+                        index,
+                        mount: &mount.host,
+                        how,
+                        what: &place.what,
+                        place: &place.path,
+                    });
+                }
             }
         }
-        Ok(())
+        None
     }
 }
 
@@ -102,6 +130,21 @@ impl Protected {
 pub fn write_mount_reaches(mount: &Path, place: &Path) -> Option<&'static str> {
     let mount = mount.canonicalize().unwrap_or_else(|_| absolute(mount));
     relation(&mount, &absolute(place)).filter(|how| *how != "lies inside")
+}
+
+/// A "write" mount that reaches a protected place.
+#[derive(Debug)]
+pub(crate) struct Reach<'a> {
+    /// Its index in the grants' mounts.
+    pub(crate) index: usize,
+    /// Its folder, as granted.
+    pub(crate) mount: &'a Path,
+    /// "holds", "lies inside" or "is on the way to".
+    pub(crate) how: &'static str,
+    /// What the place is, such as "the plugins folder".
+    pub(crate) what: &'a str,
+    /// The place.
+    pub(crate) place: &'a Path,
 }
 
 /// How the folder `mount` (canonical) reaches `place`, if it does: it holds it,
@@ -123,7 +166,48 @@ fn relation(mount: &Path, place: &Path) -> Option<&'static str> {
         }
         way = folder.parent();
     }
+    // Each link the path is resolved through (a link's own target's too): one that
+    // lies in the mount could be pointed elsewhere by a call.
+    if links_crossed(place)
+        .iter()
+        .any(|link| link.starts_with(mount))
+    {
+        return Some("is on the way to");
+    }
     None
+}
+
+/// Where each symbolic link met while resolving `path` lies (its folder resolved, and
+/// its name), in the order met; at most 40 links are followed, as the system does.
+fn links_crossed(path: &Path) -> Vec<PathBuf> {
+    let mut links = Vec::new();
+    let mut parts: Vec<std::ffi::OsString> = path
+        .components()
+        .rev()
+        .map(|part| part.as_os_str().to_owned())
+        .collect();
+    let mut at = PathBuf::new();
+    while let Some(part) = parts.pop() {
+        let next = match Path::new(&part).components().next() {
+            Some(Component::Normal(_)) => at.join(&part),
+            Some(Component::ParentDir) => {
+                at.pop();
+                continue;
+            }
+            Some(Component::CurDir) | None => continue,
+            Some(_) => PathBuf::from(&part),
+        };
+        let link = std::fs::symlink_metadata(&next).is_ok_and(|meta| meta.is_symlink());
+        let target = link.then(|| std::fs::read_link(&next).ok()).flatten();
+        match target {
+            Some(target) if links.len() < 40 => {
+                links.push(next);
+                parts.extend(target.components().rev().map(|p| p.as_os_str().to_owned()));
+            }
+            _ => at = next,
+        }
+    }
+    links
 }
 
 /// `path` with links resolved: its nearest existing ancestor canonical, and the rest
@@ -254,6 +338,62 @@ mod tests {
         let mut protected = Protected::new();
         protected.add("the plugins folder", &real.join("plugins"));
         assert!(protected.check(&grants(&data, MountMode::Write)).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_mount_holding_a_link_that_a_place_is_reached_through_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("w")).unwrap();
+        std::fs::create_dir_all(root.join("safe/c/plugins")).unwrap();
+        // root/a -> w/hop/c, and w/hop -> ../safe: the plugins folder is reached through
+        // a link inside the mount, which a call could point elsewhere.
+        std::os::unix::fs::symlink("../safe", root.join("w/hop")).unwrap();
+        std::os::unix::fs::symlink("w/hop/c", root.join("a")).unwrap();
+        let mut protected = Protected::new();
+        protected.add("the plugins folder", &root.join("a/plugins"));
+        let error = protected
+            .check(&grants(&root.join("w"), MountMode::Write))
+            .unwrap_err();
+        assert!(error.contains("is on the way to"), "{error}");
+        assert!(
+            protected
+                .check(&grants(&root.join("w"), MountMode::Read))
+                .is_ok()
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_mount_whose_path_holds_a_link_is_refused_read_or_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real/sub")).unwrap();
+        std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+        let protected = Protected::new();
+        for mode in [MountMode::Read, MountMode::Write] {
+            for host in [root.join("link"), root.join("link/sub")] {
+                let error = protected.check(&grants(&host, mode)).unwrap_err();
+                assert!(error.starts_with("mounts[0]: "), "{error}");
+                assert!(
+                    error.contains(&format!("symbolic link {}", root.join("link").display())),
+                    "{error}"
+                );
+                assert!(
+                    error.contains("point the grant at the real folder"),
+                    "{error}"
+                );
+                assert!(
+                    error.contains(&root.join("real").display().to_string()),
+                    "{error}"
+                );
+            }
+            assert_eq!(
+                protected.check(&grants(&root.join("real/sub"), mode)),
+                Ok(())
+            );
+        }
     }
 
     #[test]

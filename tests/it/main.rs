@@ -13,6 +13,7 @@ mod images;
 mod install;
 mod lang;
 mod limits;
+mod links;
 mod loading;
 mod mcp_client;
 mod net;

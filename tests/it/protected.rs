@@ -344,3 +344,57 @@ fn a_tool_cannot_be_granted_write_on_an_upstream_servers_script() {
         );
     }
 }
+
+/// A stdio upstream runs more than its entry file: the modules its script imports from
+/// the folder it runs in (`cwd`, `pkg/` beside `server.py`), and a program found on its
+/// PATH. A tool granted "write" on either could change the code piton starts.
+#[cfg(unix)]
+#[test]
+fn a_tool_cannot_be_granted_write_inside_an_upstream_servers_folder_or_on_its_program() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = dir.path().join("server");
+    std::fs::create_dir_all(server.join("pkg")).expect("server folder");
+    std::fs::write(server.join("server.py"), "import pkg\n").expect("script");
+    std::fs::write(server.join("pkg/__init__.py"), "\n").expect("module");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    std::fs::write(bin.join("my-server"), "#!/bin/sh\n").expect("program");
+    std::fs::set_permissions(
+        bin.join("my-server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    let file = dir.path().join("piton.toml");
+    let at = piton_host::plugins::PluginsAt::Folder(dir.path().join("plugins"));
+    let cases = [
+        (
+            "[mcp.py]\ncommand = \"python3 server.py\"\ncwd = \"server\"\n".to_owned(),
+            server.join("pkg"),
+        ),
+        (
+            format!(
+                "[mcp.py]\ncommand = \"my-server --stdio\"\nenv = {{ PATH = {:?} }}\n",
+                bin.display().to_string()
+            ),
+            bin.clone(),
+        ),
+    ];
+    for (server_section, mounted) in cases {
+        let text = format!(
+            "{server_section}\n[tools.w]\nmounts = [{}]\n",
+            write_mount(&mounted, "/w")
+        );
+        let config = piton_host::config::Config::parse(&text, &file, &|_| None)
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        let protected = piton_host::plugins::protected(&at, &config, crate::support::runtime());
+        let refused = protected
+            .check(&config.tools["w"].grants)
+            .expect_err("a write mount of the server's code is refused");
+        assert!(refused.contains("[mcp.py]"), "{text}: {refused}");
+        assert!(refused.contains("mode = \"read\""), "{text}: {refused}");
+        let read = text.replace("\"write\"", "\"read\"");
+        let config = piton_host::config::Config::parse(&read, &file, &|_| None).expect("parses");
+        assert_eq!(protected.check(&config.tools["w"].grants), Ok(()), "{text}");
+    }
+}

@@ -13,6 +13,7 @@ use crate::source::ToolSource;
 use crate::upstream::{StdioCommand, UpstreamConnect};
 use crate::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
 
+mod entry;
 mod watch;
 pub use watch::{FolderWatch, Watched};
 
@@ -70,7 +71,10 @@ pub struct FolderError {
 /// the plugins folder (with the bundled examples, `./plugins`, which a later start
 /// would load), every config file on the lookup path whether it exists or not
 /// (`config`'s own file, `$PITON_CONFIG`, `piton.toml` in the plugins folder,
-/// `./piton.toml`), and the compile cache (the runtime's and the default one).
+/// `./piton.toml`), the compile cache (the runtime's and the default one), and what
+/// each `[mcp.*]` stdio server runs: the files its command line names, its program
+/// found on `PATH`, and the folder given as its `cwd` (the modules a script imports
+/// from beside it).
 pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Protected {
     let mut protected = Protected::new();
     match at {
@@ -102,9 +106,45 @@ pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Prot
             for file in command_files(command) {
                 protected.add(&format!("a file [mcp.{name}] runs"), &file);
             }
+            if let Some(program) = on_path(command) {
+                protected.add(&format!("the program [mcp.{name}] runs"), &program);
+            }
+            // Where it runs: a script finds the modules it imports there.
+            if let Some(cwd) = &command.cwd {
+                protected.add(&format!("the folder [mcp.{name}] runs in"), cwd);
+            }
         }
     }
     protected
+}
+
+/// The file an upstream stdio server's program is, when it is a bare name found on
+/// its `PATH` (its `env`'s, else piton's), as the system finds it at start.
+fn on_path(command: &StdioCommand) -> Option<PathBuf> {
+    let program = Path::new(&command.program);
+    if program.components().count() != 1 {
+        return None;
+    }
+    let path = match command.env.get("PATH") {
+        Some(path) => std::ffi::OsString::from(path),
+        None => std::env::var_os("PATH")?,
+    };
+    let base = command.cwd.clone().unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|folder| base.join(folder).join(program))
+        .find(|file| is_program(file))
+}
+
+#[cfg(unix)]
+fn is_program(file: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(file)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_program(file: &Path) -> bool {
+    file.is_file()
 }
 
 /// The files an upstream stdio server's command line names: its program when given as a
@@ -125,26 +165,32 @@ fn command_files(command: &StdioCommand) -> Vec<PathBuf> {
 /// Reads every component of `at` as its tools, all at once, in file-name order (a
 /// plugins folder) or name order (the bundled examples): each is its tools (one for
 /// a `plugin`, several for a `toolbox-plugin`) or the reason it did not load. A file
-/// that `pins` pins is refused, unread by the engine, when its digest is another
-/// (tool pins and the rest of piton.toml are applied by
-/// [`Loader`](crate::loader::Loader)).
+/// that `config` pins is refused, unread by the engine, when its digest is another;
+/// so is a file a tool of `config` could change through a link (see
+/// `plugins/entry.rs`). Tool pins and the rest of piton.toml are applied by
+/// [`Loader`](crate::loader::Loader).
 pub async fn read(
     runtime: &WasmRuntime,
     at: &PluginsAt,
-    pins: &Pins,
+    config: &Config,
 ) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
+    let pins: &Pins = &config.pins;
     Ok(match at {
         PluginsAt::Folder(folder) => {
             let files = wasm_files(folder).map_err(|source| FolderError {
                 folder: folder.clone(),
                 source,
             })?;
+            let check = entry::check(config);
             let loads = files.into_iter().map(|file| {
                 let runtime = runtime.clone();
                 let source = ToolSource::File(file.clone());
                 let pin = pins.file(&file);
+                let check = check.clone();
                 (source, async move {
-                    runtime.load_file_tools_pinned(&file, pin.as_ref()).await
+                    runtime
+                        .load_file_tools_checked(&file, pin.as_ref(), Some(check))
+                        .await
                 })
             });
             on_every_core(loads).await

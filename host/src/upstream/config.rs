@@ -3,7 +3,7 @@
 //! ```toml
 //! [mcp.everything]
 //! command = "npx -y @modelcontextprotocol/server-everything"   # or command = "npx" with args = [...]
-//! cwd = "."                     # relative to piton.toml
+//! cwd = "servers/everything"    # relative to piton.toml; no tool may write in it
 //! env = { DEBUG = "0" }         # added to HOME, LOGNAME, PATH, SHELL, TERM, USER; ${VAR} allowed
 //! timeout = "30s"               # connecting, listing and each call; default: 60 s to connect and list, calls unlimited
 //! tools = ["echo", "get-sum"]   # only these (default: all)

@@ -54,6 +54,19 @@ impl WasmRuntime {
         path: &Path,
         pin: Option<&Pin>,
     ) -> Result<Vec<WasmTool>, LoadError> {
+        self.load_file_tools_checked(path, pin, None).await
+    }
+
+    /// [`WasmRuntime::load_file_tools_pinned`], with `check` run on the file opened
+    /// before any byte of it is read: an error it gives refuses the file (as
+    /// [`LoadErrorKind::Invalid`]). The plugins folder checks there what the file is
+    /// (its links, see `plugins::entry`).
+    pub(crate) async fn load_file_tools_checked(
+        &self,
+        path: &Path,
+        pin: Option<&Pin>,
+        check: Option<FileCheck>,
+    ) -> Result<Vec<WasmTool>, LoadError> {
         let source = ToolSource::File(path.to_path_buf());
         let fail = |kind| LoadError {
             plugin: source.clone(),
@@ -68,7 +81,7 @@ impl WasmRuntime {
                 .map_err(|e| fail(LoadErrorKind::Io(std::io::Error::other(e))))?;
             let runtime = self.clone();
             let path = path.to_path_buf();
-            tokio::task::spawn_blocking(move || open(&runtime, &path))
+            tokio::task::spawn_blocking(move || open(&runtime, &path, check.as_deref()))
                 .await
                 .map_err(|e| fail(LoadErrorKind::Io(std::io::Error::other(e))))?
         };
@@ -82,6 +95,7 @@ impl WasmRuntime {
             Ok(Opened::Bytes(bytes)) => self.load_tools_pinned(source, bytes, pin).await,
             Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
             Err(Unreadable::Io(e)) => Err(fail(LoadErrorKind::Io(e))),
+            Err(Unreadable::Refused(why)) => Err(fail(LoadErrorKind::Invalid(why))),
         }
     }
 
@@ -336,7 +350,16 @@ enum Unreadable {
     Folder,
     /// Reading failed.
     Io(std::io::Error),
+    /// The check given refused it: why, and the fix.
+    Refused(String),
 }
+
+/// A check of a component file opened (the path, the open file), before any byte of
+/// it is read: `Err` says why it may not be loaded, and the fix. Blocking.
+pub(crate) type FileCheck = Arc<CheckFile>;
+
+/// What a [`FileCheck`] holds.
+pub(crate) type CheckFile = dyn Fn(&Path, &std::fs::File) -> Result<(), String> + Send + Sync;
 
 /// Opens the component file `path` for `runtime`: hashes it as it reads, in small
 /// pieces (no buffer of the whole file, no page faults for it), and takes the
@@ -344,11 +367,18 @@ enum Unreadable {
 /// file whole, to be checked, hashed again and compiled from those same bytes: a
 /// file changed since the first read is compiled as it is now, never cached under
 /// the hash of what it was. Blocking.
-fn open(runtime: &WasmRuntime, path: &Path) -> Result<Opened, Unreadable> {
+fn open(
+    runtime: &WasmRuntime,
+    path: &Path,
+    check: Option<&CheckFile>,
+) -> Result<Opened, Unreadable> {
     use std::io::{Read as _, Seek as _};
     let mut file = std::fs::File::open(path).map_err(Unreadable::Io)?;
     if file.metadata().map_err(Unreadable::Io)?.is_dir() {
         return Err(Unreadable::Folder);
+    }
+    if let Some(check) = check {
+        check(path, &file).map_err(Unreadable::Refused)?;
     }
     if runtime.cache_dir().is_some() {
         let mut hasher = Sha256::new();

@@ -15,5 +15,6 @@ mod runtime;
 mod sandbox;
 mod tool;
 
+pub(crate) use load::FileCheck;
 pub use runtime::{Compiles, RuntimeConfig, RuntimeError, WasmRuntime};
 pub use tool::WasmTool;

@@ -10,7 +10,9 @@
 //! reused by another folder while the tool is loaded. Each call compares the folder
 //! it opened with that identity twice: by path before opening (a clear error before
 //! the guest starts), and on the very handle handed to the guest (no window between
-//! a check and an open). A mismatch fails the call.
+//! a check and an open). A mismatch fails the call. The folder is opened by walking
+//! its path without following links ([`crate::nolinks`]), so a link planted before
+//! a load (a restart, a reload) is refused there rather than pinned.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,14 +63,16 @@ impl Pins {
 }
 
 fn open(host: &Path) -> Result<(Arc<std::fs::File>, Option<Identity>), String> {
-    let fail = |e: std::io::Error| {
+    // Walked without links: the folder pinned is the one the path names, not one a
+    // link planted since leads to (the load refuses such a mount with the same words).
+    let (dir, _) = crate::nolinks::open_folder(host)
+        .map_err(|e| format!("{}, then reload", e.for_mount(host)))?;
+    let meta = dir.metadata().map_err(|e| {
         format!(
             "cannot open {} ({e}); create the folder or fix the grant, then reload",
             host.display()
         )
-    };
-    let dir = std::fs::File::open(host).map_err(fail)?;
-    let meta = dir.metadata().map_err(fail)?;
+    })?;
     if !meta.is_dir() {
         return Err(format!(
             "{} is not a folder; mount a folder",
