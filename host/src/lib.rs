@@ -30,27 +30,21 @@
 //! ```
 
 mod approve;
-mod audit_settings;
 pub mod build;
 mod bundled;
-mod cache_settings;
 pub mod cli;
 pub mod config;
 mod error;
 pub mod grants;
 mod group;
-mod hint_overrides;
 mod limits;
 pub mod loader;
 pub mod name_claims;
 mod nolinks;
 pub mod observe;
-mod parse;
-pub mod plugin_pins;
 pub mod plugins;
 pub mod protected;
 mod registry;
-mod runtime_settings;
 mod schema;
 pub mod serve;
 mod source;
@@ -60,7 +54,7 @@ pub mod upstream;
 pub mod wasm;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
-pub use audit_settings::{AuditSettings, AuditTo};
+pub use config::audit::{AuditSettings, AuditTo};
 pub use error::{Bound, CallError, LoadError, LoadErrorKind, Trap};
 pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup, check_group_name};
 pub use limits::{Limits, OnTrap, format_size};

@@ -36,14 +36,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::audit_settings::AuditSettings;
+use crate::config::audit::AuditSettings;
+use crate::config::pins::{Pins, file_section};
 use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
 use crate::limits::{format_size, format_size_about};
 use crate::name_claims;
 use crate::observe::{ObserveError, Observer};
-use crate::plugin_pins::{Pins, file_section};
 use crate::plugins::{self, FolderError, PluginsAt, Watched};
 use crate::protected::Protected;
 use crate::registry::Registry;
@@ -223,7 +223,7 @@ impl Loader {
     /// is reported in [`Loaded`] and the rest still load; a tool granted "write" on a
     /// place piton loads or trusts ([`plugins::protected`]) is not loaded, nor is a
     /// component whose digest is not the one piton.toml pins for its file or for one
-    /// of its tools (see [`crate::plugin_pins`]), nor a tool whose name another file
+    /// of its tools (see [`crate::config::pins`]), nor a tool whose name another file
     /// declares too (see [`crate::name_claims`]). Then the compile cache is trimmed:
     /// see [`WasmRuntime::trim_cache`].
     pub async fn load(&self) -> Result<Loaded, LoaderError> {
@@ -528,7 +528,7 @@ impl Loader {
                 {
                     return Ok(server.clone());
                 }
-                let server = section.server(name).map_err(|e| LoadError {
+                let server = UpstreamServer::from_config(name, section).map_err(|e| LoadError {
                     plugin: ToolSource::Mcp(name.clone()),
                     kind: LoadErrorKind::Invalid(e.message),
                 })?;

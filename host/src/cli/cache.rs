@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use clap::Subcommand;
 
 use super::out::Outcome;
-use crate::cache_settings::DEFAULT_MAX_SIZE;
+use crate::config::cache::DEFAULT_MAX_SIZE;
 use crate::limits::{format_size, format_size_about};
 use crate::wasm::RuntimeConfig;
 use crate::wasm::cache::{self, MAX_UNUSED, Usage};

@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::call::unknown;
 use super::out::{Outcome, pretty, say};
+use crate::config::pins::file_section;
 use crate::error::CallError;
 use crate::grants::NetAccess;
 use crate::limits::format_size;
-use crate::plugin_pins::file_section;
 use crate::registry::Registry;
 use crate::source::ToolSource;
 use crate::term::Shown;

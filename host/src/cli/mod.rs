@@ -99,7 +99,7 @@ enum Command {
         /// On SIGTERM or Ctrl-C, how long the calls in flight get to answer before
         /// those still running are answered with an error; then piton exits 0.
         #[arg(long, value_name = "DURATION", default_value = "15s",
-              value_parser = crate::parse::parse_duration)]
+              value_parser = crate::config::values::parse_duration)]
         shutdown_grace: std::time::Duration,
     },
     /// Build a tool project (Rust, Python, JavaScript or C) or a single source file

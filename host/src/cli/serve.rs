@@ -39,22 +39,22 @@ pub(super) struct HttpLimitsArg {
     /// Time a client has to send a request's headers, from its first byte (or from
     /// connecting); then the connection is closed.
     #[arg(long, value_name = "DURATION", default_value = "10s", requires = "http",
-          value_parser = crate::parse::parse_duration)]
+          value_parser = crate::config::values::parse_duration)]
     header_timeout: std::time::Duration,
     /// Time a client has to send a request's body, from its headers; then the
     /// connection is closed. Bodies are at most 4 MiB.
     #[arg(long, value_name = "DURATION", default_value = "30s", requires = "http",
-          value_parser = crate::parse::parse_duration)]
+          value_parser = crate::config::values::parse_duration)]
     body_timeout: std::time::Duration,
     /// Time a kept-alive connection may sit between requests. Answers being worked
     /// on or streamed (tool calls, event streams) are never cut.
     #[arg(long, value_name = "DURATION", default_value = "60s", requires = "http",
-          value_parser = crate::parse::parse_duration)]
+          value_parser = crate::config::values::parse_duration)]
     idle_timeout: std::time::Duration,
     /// Time an MCP session may go without a message before it ends. Keep it above the
     /// longest tool timeout: a call in flight sends none.
     #[arg(long, value_name = "DURATION", default_value = "5m", requires = "http",
-          value_parser = crate::parse::parse_duration)]
+          value_parser = crate::config::values::parse_duration)]
     session_timeout: std::time::Duration,
 }
 

@@ -20,7 +20,7 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
 use super::notes::{Denial, Granted};
-use crate::audit_settings::{AuditSettings, AuditTo};
+use crate::config::audit::{AuditSettings, AuditTo};
 use piton_wit::Hints;
 
 /// Records waiting to be written, at most.

@@ -18,7 +18,7 @@ use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
-use crate::audit_settings::AuditSettings;
+use crate::config::audit::AuditSettings;
 use crate::error::{CallError, Trap};
 use crate::tool::{Tool, ToolError, ToolResult};
 pub(crate) use audit::Approval;

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::config::pins::Pins;
+use crate::config::values::env_path;
 use crate::error::{LoadError, LoadErrorKind};
-use crate::parse::env_path;
-use crate::plugin_pins::Pins;
 use crate::protected::Protected;
 use crate::source::ToolSource;
 use crate::upstream::{StdioCommand, UpstreamConnect};

@@ -4,7 +4,6 @@
 //! (server.rs) and its tools (tool.rs) share one [`Connection`].
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,6 +20,7 @@ use tokio::sync::watch;
 use super::convert::content_of;
 use super::handler::{Upstream, http_transport, list_pages};
 use super::stderr::Tail;
+use crate::config::mcp::StdioCommand;
 use crate::error::CallError;
 use crate::group::{CheckedTool, GroupTools};
 use crate::tool::{Args, ToolError, ToolResult};
@@ -33,45 +33,6 @@ pub const SAFE_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "US
 /// How long connecting and listing may take when no `timeout` is set: without a
 /// limit, one wedged server would hang every listing of the registry.
 const CONNECT_DEFAULT: Duration = Duration::from_secs(60);
-
-/// A stdio server's command line.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct StdioCommand {
-    /// The program, found on `PATH` unless it is a path.
-    pub program: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Its working folder; piton's own when `None`.
-    pub cwd: Option<PathBuf>,
-    /// Variables added to [`SAFE_ENV`].
-    pub env: BTreeMap<String, String>,
-}
-
-impl std::fmt::Debug for StdioCommand {
-    /// The variables' names only: their values may be secrets.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StdioCommand")
-            .field("program", &self.program)
-            .field("args", &self.args)
-            .field("cwd", &self.cwd)
-            .field("env", &self.env.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl StdioCommand {
-    /// `program` with `args`, nothing else set.
-    pub fn new(
-        program: impl Into<String>,
-        args: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
-        Self {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            ..Self::default()
-        }
-    }
-}
 
 /// Serves one in-process server on the given stream halves (tests, embedding).
 pub(super) type ServeInProcess =

@@ -5,7 +5,6 @@
 //! HTTP, or a server in this process); its tools join as `{server}__{tool}` with the
 //! hints their annotations declare.
 
-pub(crate) mod config;
 mod connection;
 mod convert;
 mod handler;
@@ -13,7 +12,7 @@ mod server;
 mod stderr;
 mod tool;
 
-pub use config::{UpstreamConfig, UpstreamConnect};
-pub use connection::{SAFE_ENV, StdioCommand};
+pub use crate::config::mcp::{StdioCommand, UpstreamConfig, UpstreamConnect};
+pub use connection::SAFE_ENV;
 pub use server::{UpstreamError, UpstreamServer, check_server_name};
 pub use tool::UpstreamTool;

@@ -11,10 +11,12 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ServerHandler, ServiceExt as _};
 use tokio::sync::watch;
 
-use super::connection::{Connection, How, ServeInProcess, StdioCommand};
+use super::connection::{Connection, How, ServeInProcess};
 use super::tool::UpstreamTool;
+pub use crate::config::mcp::check_server_name;
+use crate::config::mcp::{StdioCommand, UpstreamConfig, UpstreamConnect, check_http};
 use crate::error::CallError;
-use crate::group::{CheckedTool, GroupTools, ToolGroup, check_group_name};
+use crate::group::{CheckedTool, GroupTools, ToolGroup};
 use crate::source::ToolSource;
 
 /// Why an [`UpstreamServer`] cannot be made.
@@ -47,13 +49,20 @@ impl std::fmt::Debug for UpstreamServer {
     }
 }
 
-/// Checks a server name: letters, digits, `-` and single `_`, so that the `__` in
-/// `{server}__{tool}` is unambiguous.
-pub fn check_server_name(name: &str) -> Result<(), String> {
-    check_group_name(name).map_err(|message| format!("server {message}"))
-}
-
 impl UpstreamServer {
+    /// The server a `[mcp.NAME]` section describes, named `name`.
+    pub fn from_config(name: &str, config: &UpstreamConfig) -> Result<Self, UpstreamError> {
+        let server = match &config.connect {
+            UpstreamConnect::Stdio(command) => Self::stdio(name, command.clone())?,
+            UpstreamConnect::Http { url, headers } => Self::http(name, url, headers.clone())?,
+        };
+        let server = server.with_timeout(config.timeout);
+        Ok(match &config.tools {
+            Some(tools) => server.with_tools(tools.iter().cloned()),
+            None => server,
+        })
+    }
+
     fn new(name: &str, how: How) -> Result<Self, UpstreamError> {
         check_server_name(name).map_err(|message| UpstreamError {
             name: name.to_owned(),
@@ -85,42 +94,7 @@ impl UpstreamServer {
             name: name.to_owned(),
             message,
         };
-        let parsed = reqwest::Url::parse(url).map_err(|e| {
-            fail(format!(
-                "url {url:?} is not a URL ({e}); use http://HOST:PORT/mcp"
-            ))
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(fail(format!(
-                "url {url:?} must start with http:// or https://"
-            )));
-        }
-        for (key, value) in &headers {
-            // The MCP transport sets these itself; rmcp refuses them at every connect.
-            if [
-                "accept",
-                "mcp-session-id",
-                "mcp-protocol-version",
-                "last-event-id",
-            ]
-            .iter()
-            .any(|reserved| key.eq_ignore_ascii_case(reserved))
-            {
-                return Err(fail(format!(
-                    "header {key} is set by the MCP transport itself; remove it from `headers`"
-                )));
-            }
-            if !piton_wit::is_header_name(key) {
-                return Err(fail(format!(
-                    "header name {key:?} is not a valid HTTP header name"
-                )));
-            }
-            if !piton_wit::is_header_value(value) {
-                return Err(fail(format!(
-                    "the value of header {key} is not a valid HTTP header value"
-                )));
-            }
-        }
+        check_http(url, &headers).map_err(fail)?;
         Self::new(
             name,
             How::Http {

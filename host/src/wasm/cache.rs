@@ -80,7 +80,7 @@ impl CompileCache {
     /// The default place: `$PITON_CACHE_DIR`, else `$XDG_CACHE_HOME/piton`, else
     /// `$HOME/.cache/piton`; `None` when none is set.
     pub(crate) fn default_dir() -> Option<PathBuf> {
-        let var = crate::parse::env_path;
+        let var = crate::config::values::env_path;
         var("PITON_CACHE_DIR")
             .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("piton")))
             .or_else(|| var("HOME").map(|d| d.join(".cache/piton")))

@@ -17,10 +17,10 @@ use super::runtime::WasmRuntime;
 use super::tool::{
     FUEL_EXHAUSTED, Guest, Pre, SPEC_FUEL, WasmTool, from_wit_hints, root_message, trap_text,
 };
+use crate::config::pins::Pin;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::grants::Capabilities;
 use crate::limits::Limits;
-use crate::plugin_pins::Pin;
 use crate::source::ToolSource;
 use crate::tool::{ComponentInfo, Tool as _, ToolSpec};
 

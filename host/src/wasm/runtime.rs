@@ -11,8 +11,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::cache::CompileCache;
 use super::sandbox::Sandbox;
+use crate::config::runtime::RuntimeSettings;
 use crate::observe::CacheCounts;
-use crate::runtime_settings::RuntimeSettings;
 
 /// How often the epoch advances: the granularity of deadlines, and how often a
 /// running guest yields to the async executor so a busy guest cannot starve others.

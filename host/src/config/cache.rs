@@ -9,7 +9,7 @@
 
 use serde::Deserialize;
 
-use crate::parse::parse_size;
+use crate::config::values::parse_size;
 
 /// The default `max_size`: room for a few dozen compiled Python or JavaScript
 /// components (tens of MiB each) and hundreds of Rust or C ones.

@@ -13,14 +13,13 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::connection::StdioCommand;
-use super::server::{UpstreamError, UpstreamServer, check_server_name};
-use crate::parse::{parse_duration, parse_env_template, split_command};
+use crate::config::values::{parse_duration, parse_env_template, split_command};
+use crate::group::check_group_name;
 
 /// What piton.toml says about one upstream server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,21 +60,87 @@ impl std::fmt::Debug for UpstreamConnect {
     }
 }
 
-impl UpstreamConfig {
-    /// The server this section describes, named `name`.
-    pub fn server(&self, name: &str) -> Result<UpstreamServer, UpstreamError> {
-        let server = match &self.connect {
-            UpstreamConnect::Stdio(command) => UpstreamServer::stdio(name, command.clone())?,
-            UpstreamConnect::Http { url, headers } => {
-                UpstreamServer::http(name, url, headers.clone())?
-            }
-        };
-        let server = server.with_timeout(self.timeout);
-        Ok(match &self.tools {
-            Some(tools) => server.with_tools(tools.iter().cloned()),
-            None => server,
-        })
+/// A stdio server's command line.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct StdioCommand {
+    /// The program, found on `PATH` unless it is a path.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its working folder; piton's own when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables added to the safe default environment (`upstream::SAFE_ENV`).
+    pub env: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for StdioCommand {
+    /// The variables' names only: their values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
     }
+}
+
+impl StdioCommand {
+    /// `program` with `args`, nothing else set.
+    pub fn new(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Checks an upstream server's name: letters, digits, `-` and single `_`, so that
+/// `{server}__{tool}` is unambiguous.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    check_group_name(name).map_err(|message| format!("server {message}"))
+}
+
+/// Checks a Streamable HTTP server's `url` and `headers` as every connect needs them:
+/// an http(s) URL, and header names and values valid in HTTP, none of those the MCP
+/// transport sets itself.
+pub fn check_http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| format!("url {url:?} is not a URL ({e}); use http://HOST:PORT/mcp"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("url {url:?} must start with http:// or https://"));
+    }
+    for (key, value) in headers {
+        // The MCP transport sets these itself; rmcp refuses them at every connect.
+        if [
+            "accept",
+            "mcp-session-id",
+            "mcp-protocol-version",
+            "last-event-id",
+        ]
+        .iter()
+        .any(|reserved| key.eq_ignore_ascii_case(reserved))
+        {
+            return Err(format!(
+                "header {key} is set by the MCP transport itself; remove it from `headers`"
+            ));
+        }
+        if !piton_wit::is_header_name(key) {
+            return Err(format!(
+                "header name {key:?} is not a valid HTTP header name"
+            ));
+        }
+        if !piton_wit::is_header_value(value) {
+            return Err(format!(
+                "the value of header {key} is not a valid HTTP header value"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -210,7 +275,9 @@ pub(crate) fn parse_mcp(
         tools: raw.tools,
     };
     // The same checks the library makes (URL, header names and values).
-    config.server(name).map_err(|e| (key, e.message))?;
+    if let UpstreamConnect::Http { url, headers } = &config.connect {
+        check_http(url, headers).map_err(|message| (key, message))?;
+    }
     Ok(config)
 }
 

@@ -29,20 +29,28 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::audit_settings::{AuditSettings, RawAudit};
-pub use crate::cache_settings::CacheSettings;
-use crate::cache_settings::RawCache;
+pub mod audit;
+pub mod cache;
+mod hint_overrides;
+pub mod mcp;
+pub mod pins;
+pub mod runtime;
+pub(crate) mod values;
+
+use self::audit::{AuditSettings, RawAudit};
+pub use self::cache::CacheSettings;
+use self::cache::RawCache;
+pub use self::hint_overrides::HintOverrides;
+use self::mcp::{RawMcp, parse_mcp};
+pub use self::mcp::{UpstreamConfig, UpstreamConnect};
+use self::pins::{Pins, RawPlugin, Sha256};
+use self::runtime::RawRuntime;
+pub use self::runtime::RuntimeSettings;
+use self::values::{parse_duration, parse_net_entry, parse_size};
 use crate::grants::{Grants, Mount, MountMode};
-pub use crate::hint_overrides::HintOverrides;
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
-use crate::parse::{parse_duration, parse_net_entry, parse_size};
-use crate::plugin_pins::{Pins, RawPlugin, Sha256};
-use crate::runtime_settings::RawRuntime;
-pub use crate::runtime_settings::RuntimeSettings;
 use crate::tool::check_tool_name;
-use crate::upstream::config::{RawMcp, parse_mcp};
-pub use crate::upstream::config::{UpstreamConfig, UpstreamConnect};
 
 /// A parsed piton.toml.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -180,7 +188,7 @@ impl Config {
             )
         })?;
         let base = file.parent().unwrap_or(Path::new("."));
-        let files = crate::plugin_pins::parse_files(raw.plugins).map_err(|(k, m)| fail(k, m))?;
+        let files = crate::config::pins::parse_files(raw.plugins).map_err(|(k, m)| fail(k, m))?;
         let mut pins = Pins {
             files,
             ..Pins::default()

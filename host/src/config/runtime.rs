@@ -12,7 +12,7 @@
 
 use serde::Deserialize;
 
-use crate::parse::parse_size;
+use crate::config::values::parse_size;
 
 /// The most instances a runtime may be sized for. Each reserves two memory slots of
 /// 4 GiB of address space (not memory): 1024 instances are 8 TiB of the 128 TiB a
