@@ -7,26 +7,17 @@
 //! without cutting calls short (stop.rs).
 
 mod answer;
-mod deadline;
-mod ends_with_answer;
-mod host_check;
 mod http;
-mod lean;
-#[cfg(test)]
-mod lean_tests;
-mod limits;
-mod per_client;
-mod probes;
 mod served;
 mod session;
-mod sessions;
+mod stdio;
 mod stop;
-mod wire;
 
-pub use host_check::{AllowedHost, HostCheck};
+pub use http::host_check::{AllowedHost, HostCheck};
+pub use http::limits::{HttpLimits, per_client};
+pub use http::probes::{HEALTH_PATH, METRICS_PATH, READY_PATH};
 pub use http::{MAX_BODY, MCP_PATH, serve_http};
-pub use limits::{HttpLimits, per_client};
-pub use probes::{HEALTH_PATH, METRICS_PATH, READY_PATH};
 pub use served::Served;
-pub use session::{ServeError, Session, serve, serve_until};
+pub use session::{ServeError, Session};
+pub use stdio::{serve, serve_until};
 pub use stop::{DEFAULT_GRACE, Drained, FLUSH as SHUTDOWN_FLUSH};

@@ -41,9 +41,9 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::answer;
-use super::served::Served;
 use super::wire::{Fed, Lines, Out, Piece};
+use crate::serve::answer;
+use crate::serve::served::Served;
 
 /// How long the calls still running when the input ends may take to answer, as
 /// rmcp gives its own handlers.

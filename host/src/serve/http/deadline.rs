@@ -24,7 +24,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::limits::HttpLimits;
-use super::stop::InFlight;
+use crate::serve::stop::InFlight;
 
 /// Where a connection is, and since when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

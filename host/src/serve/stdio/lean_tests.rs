@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::sync::Notify;
 
+use super::connection::serve_lean;
 use super::lean::Lean;
-use super::served::Served;
-use super::session::serve_lean;
 use crate::error::{CallError, Trap};
 use crate::registry::Registry;
+use crate::serve::served::Served;
 use crate::tool::{Args, Content, Tool, ToolError, ToolResult, ToolSpec};
 use piton_wit::Hints;
 
@@ -148,7 +148,7 @@ struct Peer {
     write: Option<tokio::io::WriteHalf<tokio::io::DuplexStream>>,
     lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
     lean: Arc<Lean>,
-    server: tokio::task::JoinHandle<Result<(), super::session::ServeError>>,
+    server: tokio::task::JoinHandle<Result<(), crate::serve::session::ServeError>>,
 }
 
 impl Peer {

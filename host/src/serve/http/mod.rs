@@ -21,6 +21,14 @@
 //! calls still running answer with an error (see `stop`); once every answer is
 //! written the sessions end and the server returns.
 
+mod deadline;
+mod ends_with_answer;
+pub(super) mod host_check;
+pub(super) mod limits;
+mod per_client;
+pub(super) mod probes;
+mod sessions;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,15 +46,14 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use super::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
-use super::ends_with_answer::EndsWithAnswer;
-use super::host_check::{AllowedHost, HostCheck};
-use super::limits::HttpLimits;
-use super::per_client::{self, Client, Shares};
-use super::probes;
+use self::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
+use self::ends_with_answer::EndsWithAnswer;
+use self::host_check::{AllowedHost, HostCheck};
+use self::limits::HttpLimits;
+use self::per_client::{Client, Shares};
+use self::sessions::{BoundedSessions, Refusal};
 use super::served::Served;
 use super::session::{ServeError, Session};
-use super::sessions::{self, BoundedSessions, Refusal};
 use super::stop::{Count, FLUSH};
 
 /// The path MCP is served at; every other path is 404.

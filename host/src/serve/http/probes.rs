@@ -11,7 +11,7 @@
 
 use http::{Method, StatusCode};
 
-use super::served::Served;
+use crate::serve::served::Served;
 
 /// The path that says the process is alive.
 pub const HEALTH_PATH: &str = "/healthz";
