@@ -4,6 +4,7 @@
 //! its descriptors used up without touching the test process.
 
 use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -20,7 +21,8 @@ const ANSWER: Duration = Duration::from_secs(120);
 /// `piton serve` over stdio in a child process.
 struct Served {
     child: Child,
-    stdin: ChildStdin,
+    /// `None` once closed ([`Served::finish`]).
+    stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
     /// Answers read while waiting for another id.
     early: Vec<Value>,
@@ -71,7 +73,7 @@ impl Served {
         });
         let mut served = Self {
             child,
-            stdin,
+            stdin: Some(stdin),
             lines,
             early: Vec::new(),
         };
@@ -86,8 +88,23 @@ impl Served {
     }
 
     fn send(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").expect("piton serve reads");
-        self.stdin.flush().expect("piton serve reads");
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").expect("piton serve reads");
+        stdin.flush().expect("piton serve reads");
+    }
+
+    /// Closes stdin, as a client that is done does, and waits for piton to end; its
+    /// exit status, or `None` if it has not ended within `ANSWER`.
+    fn finish(&mut self) -> Option<std::process::ExitStatus> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + ANSWER;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("piton serve is a child") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
     }
 
     /// Starts a tools/call without waiting for its answer.
@@ -346,4 +363,171 @@ fn a_flood_of_calls_past_the_queue_is_refused_as_busy_and_the_host_stays_up() {
     // Still serving, and a call gets in once the flood is over.
     served.call(FLOOD + 1, "counter", json!({}));
     assert_eq!(answer_text(&served.answer(FLOOD + 1)), "1");
+}
+
+/// A read mount holding a folder of `entries` names of 100 characters, as
+/// piton.toml's `mounts` line for `/data`. Each is a hard link to one of a few empty
+/// files (a file may have 65 000 links on ext4): making a link is far cheaper than
+/// making a file.
+fn huge_folder(dir: &Path, entries: usize) -> String {
+    const LINKS_PER_FILE: usize = 50_000;
+    let data = dir.join("data");
+    let files = dir.join("files");
+    std::fs::create_dir(&data).expect("data folder");
+    std::fs::create_dir(&files).expect("files folder");
+    for i in 0..entries {
+        let file = files.join((i / LINKS_PER_FILE).to_string());
+        if i % LINKS_PER_FILE == 0 {
+            std::fs::File::create(&file).expect("a file");
+        }
+        std::fs::hard_link(&file, data.join(format!("{i:0>100}"))).expect("a link");
+    }
+    format!(
+        "mounts = [{{ host = {:?}, guest = \"/data\", mode = \"read\" }}]\n",
+        data.display().to_string()
+    )
+}
+
+/// Every open listing holds at most a small part of its folder on the host: 16
+/// listings (a call's most) of a folder of 240 000 names stay within the bound that
+/// holds for every handle. wasmtime-wasi reads the whole folder when a listing
+/// opens: here about 36 MiB a listing.
+#[test]
+fn listing_a_huge_folder_16_times_at_once_holds_little_on_the_host() {
+    const ENTRIES: usize = 240_000;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mount = huge_folder(dir.path(), ENTRIES);
+    let mut served = Served::start(
+        dir.path(),
+        &[
+            ("hoard.wasm", guests::HOSTILE_HOARD),
+            ("counter.wasm", guests::HOSTILE_COUNTER),
+        ],
+        &format!("[tools.hoard]\ntimeout = \"100s\"\n{mount}"),
+        None,
+    );
+    let before = served.peak_rss();
+    served.call(
+        1,
+        "hoard",
+        json!({"kind": "listings", "count": 16, "size": 0, "path": "/data", "hold_ms": 300}),
+    );
+    let answer = served.answer(1);
+    let grown = served.peak_rss().saturating_sub(before);
+    let text = answer_text(&answer);
+    eprintln!("16 listings: peak RSS grew by {} KiB; {text}", grown >> 10);
+    // Every name is listed, however the listing is read.
+    assert_eq!(
+        text,
+        format!("made 16 listings, the first lists {ENTRIES}"),
+        "{answer}"
+    );
+    assert!(
+        grown < HOARD_RSS_BOUND,
+        "the host's peak RSS grew by {} MiB, over {} MiB",
+        grown >> 20,
+        HOARD_RSS_BOUND >> 20
+    );
+    // A 17th listing is still refused.
+    served.call(
+        2,
+        "hoard",
+        json!({"kind": "listings", "count": 17, "size": 0, "path": "/data", "hold_ms": 0}),
+    );
+    let text = answer_text(&served.answer(2));
+    assert!(
+        text.starts_with("made 16 listings") && text.ends_with("insufficient-memory"),
+        "{text}"
+    );
+    served.call(3, "counter", json!({}));
+    assert_eq!(answer_text(&served.answer(3)), "1");
+}
+
+/// Opening a named pipe waits for a writer, for ever: the thread that opens it would
+/// be lost, and piton could not end. Only files and folders are opened; a pipe (or
+/// socket or device) in a mount is refused at once.
+#[test]
+fn a_named_pipe_in_a_mount_is_refused_rather_than_waited_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).expect("data folder");
+    let fifo = data.join("pipe");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let mount = format!(
+        "mounts = [{{ host = {:?}, guest = \"/data\", mode = \"read\" }}]\n",
+        data.display().to_string()
+    );
+    let mut served = Served::start(
+        dir.path(),
+        &[
+            ("hoard.wasm", guests::HOSTILE_HOARD),
+            ("counter.wasm", guests::HOSTILE_COUNTER),
+        ],
+        &format!("[tools.hoard]\ntimeout = \"10s\"\n{mount}"),
+        None,
+    );
+    let mut failures = Vec::new();
+    served.call(
+        1,
+        "hoard",
+        json!({"kind": "files", "count": 1, "size": 0, "path": "/data/pipe", "hold_ms": 0}),
+    );
+    let answer = served.answer(1);
+    let text = answer_text(&answer);
+    if answer["result"]["isError"] != true || !text.starts_with("made 0 files, then files #0") {
+        failures.push(format!(
+            "expected the open to fail in the guest, got {answer}"
+        ));
+    }
+    served.call(2, "counter", json!({}));
+    let next = served.answer(2);
+    if answer_text(&next) != "1" {
+        failures.push(format!("the next call failed: {next}"));
+    }
+    let status = served.finish();
+    if status.is_none_or(|s| !s.success()) {
+        failures.push(format!(
+            "piton did not end normally once stdin closed: {status:?}"
+        ));
+    }
+    // Lets an open that waits go, so the process can end (old code).
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(&fifo);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `get-random-bytes` returns its bytes as one list, made on the host before it is
+/// copied in: a request is capped (1 MiB), so a guest cannot make the host allocate
+/// 64 MiB (wasmtime-wasi's cap) per call. A request over it traps, naming the cap
+/// (that the host allocates nothing is `wasm::sandbox`'s unit test).
+#[test]
+fn a_huge_random_request_traps_before_the_host_allocates_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut served = Served::start(
+        dir.path(),
+        &[
+            ("hoard.wasm", guests::HOSTILE_HOARD),
+            ("counter.wasm", guests::HOSTILE_COUNTER),
+        ],
+        "[tools.hoard]\ntimeout = \"100s\"\n",
+        None,
+    );
+    let random =
+        |size: u32| json!({"kind": "random", "count": 1, "size": size, "path": "", "hold_ms": 0});
+    // Up to the cap, a request is answered.
+    served.call(1, "hoard", random(1 << 20));
+    assert_eq!(answer_text(&served.answer(1)), "made 1 random");
+    served.call(2, "hoard", random(64 << 20));
+    let answer = served.answer(2);
+    let text = answer_text(&answer);
+    assert!(answer.get("error").is_some(), "a trap: {answer}");
+    assert!(text.contains("exceeds limit 1048576"), "{text}");
+    served.call(3, "counter", json!({}));
+    assert_eq!(answer_text(&served.answer(3)), "1");
 }

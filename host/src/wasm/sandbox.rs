@@ -32,6 +32,13 @@ pub(crate) const MAX_RESOURCES: usize = 1024;
 /// call holds more than 64 KiB, so [`MAX_RESOURCES`] handles hold at most 64 MiB.
 const MAX_FIELDS_SIZE: usize = 64 << 10;
 
+/// The most bytes one `get-random-bytes` (or `get-insecure-random-bytes`) request
+/// may ask for; a request over it traps. The bytes are made on the host before they
+/// are copied into the guest, and wasmtime-wasi's own cap is 64 MiB. Guests ask
+/// for a few bytes at a time (wasi-libc's `getentropy` at most 256), and may ask
+/// again.
+pub(crate) const MAX_RANDOM_REQUEST: u64 = 1 << 20;
+
 /// One call's store data.
 pub(crate) struct Sandbox {
     pub(crate) wasi: WasiCtx,
@@ -77,6 +84,7 @@ impl Sandbox {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .socket_addr_check(|_, _| Box::pin(async { false }))
+            .max_random_size(MAX_RANDOM_REQUEST)
             .envs(&caps.env);
         let mut fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)
             .map_err(SandboxError)?;
@@ -203,6 +211,26 @@ impl ResourceLimiter for MemoryLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_random_request_past_the_cap_fails_before_anything_is_made() {
+        use wasmtime_wasi::p2::bindings::random::{insecure, random};
+        let caps = Capabilities::default();
+        let mut sandbox = Sandbox::new(&Limits::default(), &caps, &Pins::default())
+            .expect("a sandbox granting nothing");
+        let random = sandbox.wasi.random();
+        let within = random::Host::get_random_bytes(random, 1 << 20).expect("1 MiB is given");
+        assert_eq!(within.len(), 1 << 20);
+        for len in [(1 << 20) + 1, 64 << 20] {
+            let error = random::Host::get_random_bytes(random, len).expect_err("over the cap");
+            assert!(
+                error.to_string().contains("exceeds limit 1048576"),
+                "{error}"
+            );
+            let insecure = insecure::Host::get_insecure_random_bytes(random, len);
+            assert!(insecure.is_err(), "{len} insecure bytes");
+        }
+    }
 
     #[test]
     fn memory_is_limited_in_total() {

@@ -24,7 +24,9 @@
 //!
 //! In every mode, a mount's folder must still be the one loaded ([`pin`]), and the
 //! bytes a call writes are bounded by `max_write` ([`quota`]), the entries it makes by
-//! [`quota::MAX_NEW_ENTRIES`] and the folder listings it holds by [`quota::MAX_LISTINGS`].
+//! [`quota::MAX_NEW_ENTRIES`] and the folder listings it holds by [`quota::MAX_LISTINGS`],
+//! each read a part at a time ([`listing`]). Only files and folders are opened
+//! ([`special`]).
 //!
 //! This layer does not know the store's data type: the data implements [`HasFs`],
 //! and [`add_to_linker`] is generic over it.
@@ -35,8 +37,10 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::grants::{FsAccess, Mount};
 
+mod listing;
 mod pin;
 mod quota;
+mod special;
 mod state;
 mod view;
 

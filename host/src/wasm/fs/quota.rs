@@ -169,8 +169,9 @@ impl NewEntries {
     }
 }
 
-/// The most folder listings one call may hold open: each holds all of its folder's
-/// names on the host (wasmtime-wasi reads them at once).
+/// The most folder listings one call may hold open: each holds a part of its
+/// folder's names on the host (on Linux; elsewhere all of them, as wasmtime-wasi
+/// reads them at once).
 pub(crate) const MAX_LISTINGS: usize = 16;
 
 /// The listings a call holds, by table index; past [`MAX_LISTINGS`] the guest gets

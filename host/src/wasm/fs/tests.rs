@@ -8,7 +8,8 @@ use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
 use wasmtime_wasi::p2::FsResult;
 use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
+    DescriptorFlags, DescriptorType, DirectoryEntryStream, ErrorCode, HostDescriptor,
+    HostDirectoryEntryStream, NewTimestamp, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
@@ -395,4 +396,152 @@ async fn open_descriptors_are_capped_per_call_and_given_back_when_dropped() {
     let again = fx.open(&root, "existing.txt", none, read).await.unwrap();
     open.push(again);
     assert!(fx.open(&root, "existing.txt", none, read).await.is_err());
+}
+
+fn mkfifo(path: &Path) {
+    use rustix::fs::{CWD, FileType, Mode, mknodat};
+    mknodat(CWD, path, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0).unwrap();
+}
+
+/// Opens the other end of the pipe at `path` again and again until dropped, so that
+/// an open of it that waits (a failure of the test) ends rather than hangs the test.
+struct PipePartner(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl PipePartner {
+    fn new(path: &Path) -> Self {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (path, done) = (path.to_owned(), stop.clone());
+        std::thread::spawn(move || {
+            let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+            while !done.load(Ordering::Relaxed) {
+                let mut open = std::fs::OpenOptions::new();
+                let _reader = open.read(true).custom_flags(nonblock).open(&path);
+                let _writer = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(nonblock)
+                    .open(&path);
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        Self(stop)
+    }
+}
+
+impl Drop for PipePartner {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Every entry of the listing `stream`, in order, as the guest reads them (through
+/// piton's view, or wasmtime-wasi's alone when `inner`).
+async fn entries(
+    fx: &mut Fixture,
+    stream: &Resource<DirectoryEntryStream>,
+    inner: bool,
+) -> Vec<Result<(String, DescriptorType), ErrorCode>> {
+    let mut out = Vec::new();
+    loop {
+        let stream = Resource::new_borrow(stream.rep());
+        let mut view = fx.view();
+        let next = if inner {
+            view.inner.read_directory_entry(stream).await
+        } else {
+            view.read_directory_entry(stream).await
+        };
+        match next {
+            Ok(Some(entry)) => out.push(Ok((entry.name, entry.type_))),
+            Ok(None) => return out,
+            Err(error) => out.push(Err(error.downcast().unwrap())),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_listing_read_a_part_at_a_time_gives_what_wasmtime_wasi_gives() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut fx = Fixture::new(FsAccess::ReadOnly);
+    // Many parts' worth of long names, and one of each kind of entry.
+    for i in 0..2000 {
+        std::fs::write(fx.path(&format!("{i:0>200}")), "").unwrap();
+    }
+    std::os::unix::fs::symlink("existing.txt", fx.path("link")).unwrap();
+    mkfifo(&fx.path("pipe"));
+    let bad = std::ffi::OsStr::from_bytes(b"not-utf8-\xff");
+    std::fs::write(fx.dir.path().join(bad), "").unwrap();
+
+    let root = fx.root();
+    let ours = fx.view().read_directory(borrow(&root)).await.unwrap();
+    let theirs = (fx.view().inner.read_directory(borrow(&root)).await).unwrap();
+    let (mut ours, mut theirs) = (
+        entries(&mut fx, &ours, false).await,
+        entries(&mut fx, &theirs, true).await,
+    );
+    // existing.txt, sub, link, pipe and the name that is not UTF-8.
+    assert_eq!(ours.len(), 2000 + 5, "{:?}", &ours[..8]);
+    let key = |e: &Result<(String, DescriptorType), ErrorCode>| format!("{e:?}");
+    ours.sort_by_key(key);
+    theirs.sort_by_key(key);
+    assert_eq!(ours, theirs);
+    assert!(ours.contains(&Ok(("sub".into(), DescriptorType::Directory))));
+    assert!(ours.contains(&Ok(("link".into(), DescriptorType::SymbolicLink))));
+    assert!(ours.contains(&Err(ErrorCode::IllegalByteSequence)));
+}
+
+#[tokio::test]
+async fn a_listing_holds_one_of_the_calls_descriptors_until_dropped() {
+    let mut fx = Fixture::new(FsAccess::ReadOnly);
+    let root = fx.root();
+    let mut listings = Vec::new();
+    for _ in 0..super::quota::MAX_LISTINGS {
+        listings.push(fx.view().read_directory(borrow(&root)).await.unwrap());
+    }
+    let (none, read) = (OpenFlags::empty(), DescriptorFlags::READ);
+    let mut open = 0;
+    while fx.open(&root, "existing.txt", none, read).await.is_ok() {
+        open += 1;
+    }
+    let per_call = open + listings.len();
+    assert!(
+        (16..=256).contains(&per_call),
+        "{open} files besides the listings"
+    );
+    for listing in listings {
+        HostDirectoryEntryStream::drop(&mut fx.view(), listing).unwrap();
+    }
+    assert!(fx.open(&root, "existing.txt", none, read).await.is_ok());
+}
+
+#[tokio::test]
+async fn only_files_and_folders_are_opened() {
+    let mut fx = Fixture::new(FsAccess::ReadWrite);
+    mkfifo(&fx.path("pipe"));
+    let _partner = PipePartner::new(&fx.path("pipe"));
+    std::os::unix::fs::symlink("pipe", fx.path("to-pipe")).unwrap();
+    let root = fx.root();
+    let (none, read) = (OpenFlags::empty(), DescriptorFlags::READ);
+    // Each of these would wait for a writer, for ever.
+    for (path, flags) in [("pipe", read), ("pipe", DescriptorFlags::WRITE)] {
+        let result = fx.open(&root, path, none, flags).await;
+        assert_eq!(code(result), ErrorCode::NotPermitted, "{path}");
+    }
+    let mut view = fx.view();
+    let follow = view.open_at(
+        borrow(&root),
+        PathFlags::SYMLINK_FOLLOW,
+        "to-pipe".into(),
+        none,
+        read,
+    );
+    assert_eq!(code(follow.await), ErrorCode::NotPermitted);
+    let as_folder = fx.open(&root, "pipe", OpenFlags::DIRECTORY, read);
+    assert_eq!(code(as_folder.await), ErrorCode::NotPermitted);
+    // Files and folders open as before; so does a new file.
+    fx.open(&root, "existing.txt", none, read).await.unwrap();
+    fx.open(&root, "sub", none, read).await.unwrap();
+    fx.open(&root, "new.txt", OpenFlags::CREATE, DescriptorFlags::WRITE)
+        .await
+        .unwrap();
 }

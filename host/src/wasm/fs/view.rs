@@ -3,15 +3,16 @@
 //!
 //! Each function looks up whether its descriptor is add-only; when it is not, the
 //! call goes to wasmtime-wasi untouched, so read-only and read-write mounts behave
-//! exactly as wasmtime-wasi makes them.
+//! as wasmtime-wasi makes them, but for the bounds every mount has: listings read a
+//! part at a time ([`super::listing`]), only files and folders opened
+//! ([`super::special`]), and the counts of the module above.
 
 use wasmtime::component::Resource;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
 use wasmtime_wasi::p2::bindings::filesystem::preopens;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry,
-    DirectoryEntryStream, ErrorCode, Filesize, HostDescriptor, HostDirectoryEntryStream,
-    MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
+    self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntryStream, ErrorCode,
+    Filesize, HostDescriptor, MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 
@@ -31,7 +32,7 @@ pub(crate) struct FsView<'a> {
 
 /// A second handle on a descriptor the guest lent, to pass to wasmtime-wasi while
 /// keeping the original for a later call (a borrow names the same table entry).
-fn again(fd: &Resource<Descriptor>) -> Resource<Descriptor> {
+pub(super) fn again(fd: &Resource<Descriptor>) -> Resource<Descriptor> {
     Resource::new_borrow(fd.rep())
 }
 
@@ -50,7 +51,7 @@ fn identity(hash: MetadataHashValue) -> Identity {
 impl FsView<'_> {
     /// Refuses, reporting `path` (as the guest named it) and `why` to the call's
     /// observer.
-    fn deny<T>(&self, path: &str, why: &'static str) -> FsResult<T> {
+    pub(super) fn deny<T>(&self, path: &str, why: &'static str) -> FsResult<T> {
         self.state.denials.deny(Capability::Fs, &path, why);
         denied()
     }
@@ -357,11 +358,10 @@ impl HostDescriptor for FsView<'_> {
         &mut self,
         fd: Resource<Descriptor>,
     ) -> FsResult<Resource<DirectoryEntryStream>> {
-        // A listing holds the folder's every name on the host until it is dropped.
         if !self.state.listings.may_open() {
             return Err(ErrorCode::InsufficientMemory.into());
         }
-        let listing = self.inner.read_directory(fd).await?;
+        let listing = self.list(fd).await?;
         self.state.listings.opened(listing.rep());
         Ok(listing)
     }
@@ -453,6 +453,7 @@ impl HostDescriptor for FsView<'_> {
         if creates {
             self.state.new_entries.allow()?;
         }
+        (self.only_files_and_folders(&fd, path_flags, &path, oflags)).await?;
         let new = if self.is_add_only(&fd) {
             self.open_add_only(fd, path_flags, path, oflags, flags)
                 .await?
@@ -562,19 +563,5 @@ impl HostDescriptor for FsView<'_> {
         path: String,
     ) -> FsResult<MetadataHashValue> {
         self.inner.metadata_hash_at(fd, path_flags, path).await
-    }
-}
-
-impl HostDirectoryEntryStream for FsView<'_> {
-    async fn read_directory_entry(
-        &mut self,
-        stream: Resource<DirectoryEntryStream>,
-    ) -> FsResult<Option<DirectoryEntry>> {
-        self.inner.read_directory_entry(stream).await
-    }
-
-    fn drop(&mut self, stream: Resource<DirectoryEntryStream>) -> wasmtime::Result<()> {
-        self.state.listings.closed(stream.rep());
-        HostDirectoryEntryStream::drop(&mut self.inner, stream)
     }
 }

@@ -5,7 +5,10 @@
 //! - `pollables`: clock pollables;
 //! - `streams`: stdout streams;
 //! - `files`: the file at `path` opened again and again;
-//! - `sockets`: TCP sockets (needs a network grant).
+//! - `sockets`: TCP sockets (needs a network grant);
+//! - `listings`: listings of the folder `path`, each read one entry into (the answer
+//!   then says how many entries the first lists, read to its end);
+//! - `random`: `get-random-bytes` of `size` bytes, each kept.
 //!
 //! After the loop (or the first error) it keeps everything for `hold_ms`, then
 //! answers how many it made, or the error it met.
@@ -13,16 +16,18 @@
 use std::time::Duration;
 
 use piton_guest_sdk::{ToolError, tool};
+use wasip2::filesystem::preopens;
+use wasip2::filesystem::types::DirectoryEntryStream;
 use wasip2::http::types::{Fields, OutgoingRequest};
 use wasip2::sockets::network::IpAddressFamily;
 
 /// Hoard host resources of one kind.
 ///
 /// Args:
-///     kind: fields, bodies, pollables, streams, files or sockets
+///     kind: fields, bodies, pollables, streams, files, sockets, listings or random
 ///     count: How many to make at most
-///     size: Bytes per header value (fields) or per body write (bodies)
-///     path: The file to open (files)
+///     size: Bytes per header value (fields), per body write (bodies) or per request (random)
+///     path: The file to open (files) or the folder to list (listings)
 ///     hold_ms: How long to keep them before answering
 #[tool(read_only, open_world = true)]
 fn hoard(
@@ -33,7 +38,12 @@ fn hoard(
     hold_ms: u64,
 ) -> Result<String, ToolError> {
     let mut kept: Vec<Box<dyn std::any::Any>> = Vec::new();
-    let value = vec![b'a'; size as usize];
+    // The bytes of a header value or a body write (`size` means another thing to
+    // `random`).
+    let value = match kind.as_str() {
+        "fields" | "bodies" => vec![b'a'; size as usize],
+        _ => Vec::new(),
+    };
     let mut failure = None;
     for i in 0..count {
         let made: Result<Box<dyn std::any::Any>, String> = match kind.as_str() {
@@ -48,6 +58,10 @@ fn hoard(
             "files" => std::fs::File::open(&path)
                 .map(|f| Box::new(f) as Box<dyn std::any::Any>)
                 .map_err(|e| e.to_string()),
+            "listings" => listing(&path),
+            "random" => Ok(Box::new(wasip2::random::random::get_random_bytes(
+                u64::from(size),
+            ))),
             "sockets" => {
                 wasip2::sockets::tcp_create_socket::create_tcp_socket(IpAddressFamily::Ipv4)
                     .map(|s| Box::new(s) as Box<dyn std::any::Any>)
@@ -64,12 +78,49 @@ fn hoard(
         }
     }
     std::thread::sleep(Duration::from_millis(hold_ms));
+    let first = kept
+        .first()
+        .and_then(|first| (**first).downcast_ref::<DirectoryEntryStream>());
+    let listed = match first {
+        Some(first) => format!(", the first lists {}", count_rest(first)?),
+        None => String::new(),
+    };
     match failure {
         Some(error) => Err(ToolError::failed(format!(
-            "made {} {kind}, then {error}",
+            "made {} {kind}{listed}, then {error}",
             kept.len()
         ))),
-        None => Ok(format!("made {} {kind}", kept.len())),
+        None => Ok(format!("made {} {kind}{listed}", kept.len())),
+    }
+}
+
+/// A listing of the preopened folder `path`, one entry into it.
+fn listing(path: &str) -> Result<Box<dyn std::any::Any>, String> {
+    let dir = preopens::get_directories()
+        .into_iter()
+        .find_map(|(dir, name)| (name == path).then_some(dir))
+        .ok_or_else(|| format!("no preopen {path}"))?;
+    let listing = dir.read_directory().map_err(|e| e.name().to_owned())?;
+    listing
+        .read_directory_entry()
+        .map_err(|e| e.name().to_owned())?;
+    Ok(Box::new(listing))
+}
+
+/// The entries of `listing` from the one read at its opening to its end.
+fn count_rest(listing: &DirectoryEntryStream) -> Result<u64, ToolError> {
+    let mut n = 1;
+    loop {
+        match listing.read_directory_entry() {
+            Ok(Some(_)) => n += 1,
+            Ok(None) => return Ok(n),
+            Err(e) => {
+                return Err(ToolError::failed(format!(
+                    "after {n} entries: {}",
+                    e.name()
+                )));
+            }
+        }
     }
 }
 
