@@ -49,6 +49,9 @@ pub mod protected;
 mod registry;
 mod runtime_settings;
 mod schema;
+mod schema_cost;
+#[cfg(test)]
+mod schema_cost_tests;
 pub mod serve;
 mod source;
 mod term;

@@ -7,6 +7,7 @@ mod config;
 mod deploy;
 mod fs;
 mod hostile;
+mod input_schema;
 mod install;
 mod lang;
 mod limits;
