@@ -12,7 +12,7 @@ use crate::error::CallError;
 use crate::limits::Limits;
 use crate::schema::InputSchema;
 use crate::source::ToolSource;
-use crate::tool::{DynTool, ToolError, check_spec_size, check_tool_name};
+use crate::tool::{DynTool, ToolError, ToolSpec, check_spec_size, check_tool_name};
 
 /// A tool that passed the registry's checks, with its input schema compiled once.
 pub struct CheckedTool {
@@ -52,18 +52,16 @@ impl CheckedTool {
     }
 
     fn check(tool: DynTool, check: SchemaCheck) -> Result<Self, String> {
-        let spec = tool.spec();
-        check_tool_name(&spec.name)?;
-        check_spec_size(&spec.description, spec.input_schema.to_string().len())?;
-        let schema = match check {
-            SchemaCheck::Whole => InputSchema::new(&spec.input_schema),
-            SchemaCheck::RequiredOnly => InputSchema::required_only(&spec.input_schema),
-        }
-        .map_err(|e| format!("tool `{}`: {e}", spec.name))?;
+        let schema = checked_spec(tool.spec(), check)?;
         Ok(Self {
             tool,
             schema: Arc::new(schema),
         })
+    }
+
+    /// Checks `spec` as [`CheckedTool::new`] checks a tool's (`piton check` uses it).
+    pub(crate) fn check_spec(spec: &ToolSpec) -> Result<(), String> {
+        checked_spec(spec, SchemaCheck::Whole).map(drop)
     }
 
     /// The tool.
@@ -110,6 +108,17 @@ impl CheckedTool {
             )))),
         }
     }
+}
+
+/// `spec`'s name and sizes checked, and its input schema compiled.
+fn checked_spec(spec: &ToolSpec, check: SchemaCheck) -> Result<InputSchema, String> {
+    check_tool_name(&spec.name)?;
+    check_spec_size(&spec.description, spec.input_schema.to_string().len())?;
+    match check {
+        SchemaCheck::Whole => InputSchema::new(&spec.input_schema),
+        SchemaCheck::RequiredOnly => InputSchema::required_only(&spec.input_schema),
+    }
+    .map_err(|e| format!("tool `{}`: {e}", spec.name))
 }
 
 /// The tools of a group, as listed.

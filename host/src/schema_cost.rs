@@ -68,6 +68,15 @@ pub(crate) enum CostError {
          schema (#/$defs/NAME, #anchor)"
     )]
     Unresolved(String),
+    /// A subschema below the root has an `$id`.
+    #[error(
+        "its input schema gives a subschema the $id `{0}`; piton follows $refs only \
+         within one schema resource: move the $id to the root, or use `$anchor`"
+    )]
+    NestedId(String),
+    /// Two subschemas have one name.
+    #[error("its input schema gives two subschemas the name `{0}`; rename one")]
+    Duplicate(String),
     /// Subschemas chained too long.
     #[error("its input schema chains more than {MAX_CHAIN} subschemas and $refs; flatten it")]
     TooDeep,
@@ -124,7 +133,7 @@ fn count(schema: &Value) -> Result<Cost, CostError> {
         chain: Vec::new(),
         depth_bound: false,
     };
-    count.name_subschemas(schema, 0);
+    count.name_subschemas(schema, 0)?;
     let per_node = count.at(schema, MAX_DEPTH)?.total();
     Ok(Cost {
         per_node,
@@ -185,28 +194,46 @@ fn address(value: &Value) -> usize {
 
 impl<'a> Count<'a> {
     /// Records the `$id`s and anchors of `schema` and the subschemas below it.
-    fn name_subschemas(&mut self, schema: &'a Value, depth: usize) {
-        let Value::Object(map) = schema else { return };
+    ///
+    /// Only the root may have an `$id` (draft 4: `id`) other than `#name`: one below
+    /// it would change the base that `$ref`s below it resolve against, and a count
+    /// that resolved them otherwise than the validator could follow a cheap
+    /// subschema where the validator follows a costly one. For the same reason a
+    /// name given to two subschemas is refused.
+    fn name_subschemas(&mut self, schema: &'a Value, depth: usize) -> Result<(), CostError> {
+        let Value::Object(map) = schema else {
+            return Ok(());
+        };
         // The JSON parser bounds nesting; this bounds it again for a schema built in
         // code.
         if depth > MAX_CHAIN {
-            return;
+            return Err(CostError::TooDeep);
         }
         for key in ["$id", "id"] {
             if let Some(Value::String(id)) = map.get(key) {
-                self.names.entry(id.clone()).or_insert(schema);
-                if let Some(name) = id.strip_prefix('#') {
-                    self.names.entry(format!("#{name}")).or_insert(schema);
+                if depth > 0 && !id.starts_with('#') {
+                    return Err(CostError::NestedId(id.chars().take(200).collect()));
                 }
+                self.name(id, schema)?;
             }
         }
         for key in ["$anchor", "$dynamicAnchor"] {
             if let Some(Value::String(name)) = map.get(key) {
-                self.names.entry(format!("#{name}")).or_insert(schema);
+                self.name(&format!("#{name}"), schema)?;
             }
         }
         for (_, child) in subschemas(map).chain(definitions(map)) {
-            self.name_subschemas(child, depth + 1);
+            self.name_subschemas(child, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    fn name(&mut self, name: &str, schema: &'a Value) -> Result<(), CostError> {
+        match self.names.insert(name.to_owned(), schema) {
+            Some(other) if address(other) != address(schema) => {
+                Err(CostError::Duplicate(name.chars().take(200).collect()))
+            }
+            _ => Ok(()),
         }
     }
 

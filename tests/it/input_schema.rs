@@ -47,6 +47,14 @@ fn a_schema_of_2_to_the_40_subschemas_is_refused_at_load_naming_the_tool_and_the
     );
     assert!(refusal.contains("(limit 100000)"), "{refusal}");
     assert!(refusal.len() < 1_000, "{refusal}");
+    // `piton check` says so too, as it checks what a load checks.
+    let checked = run(piton().arg("check").arg(guests::HOSTILE_SCHEMA_BOMB));
+    assert_eq!(checked.status.code(), Some(1), "{}", stdout(&checked));
+    assert!(
+        stderr(&checked).contains("tool `schema_bomb`: its input schema expands"),
+        "{}",
+        stderr(&checked)
+    );
 }
 
 #[test]
