@@ -23,6 +23,9 @@ pub(crate) fn doubling(levels: usize) -> Value {
     })
 }
 
+/// Subschemas per path and whether arguments are held to a depth, or the refusal.
+type Expected = Result<(u64, bool), CostError>;
+
 #[test]
 fn costs_of_schemas() {
     let tree = json!({
@@ -42,7 +45,7 @@ fn costs_of_schemas() {
         "type": "object",
         "properties": {"left": {"$ref": "#"}, "right": {"$ref": "#"}}
     });
-    let cases: Vec<(&str, Value, Result<(u64, bool), CostError>)> = vec![
+    let cases: Vec<(&str, Value, Expected)> = vec![
         (
             "flat",
             json!({"type": "object", "properties": {"a": {"type": "string"}}}),
