@@ -277,6 +277,23 @@ mod tests {
     }
 
     #[test]
+    fn arguments_too_many_to_check_against_a_costly_schema_are_an_input_error() {
+        let mut schema = crate::schema_cost_tests::doubling(14);
+        schema["properties"]["list"] = json!({"items": {"$ref": "#/$defs/l0"}});
+        let schema = InputSchema::new(&schema).unwrap();
+        assert!(!schema.is_quick(&json!({})), "2^16 subschemas per value");
+        let Err(ToolError::Input(message)) = schema.check(&json!({"list": vec![1; 1_600]})) else {
+            panic!("expected an input error");
+        };
+        assert!(
+            message.starts_with("the arguments hold more than 1525 JSON values"),
+            "{message}"
+        );
+        // A cheap schema takes them inline.
+        assert!(text_schema().is_quick(&json!({"list": vec![1; 1_600]})));
+    }
+
+    #[test]
     fn a_schema_that_costs_too_much_is_refused() {
         let error = InputSchema::new(&crate::schema_cost_tests::doubling(40)).unwrap_err();
         assert!(error.contains("(limit 100000)"), "{error}");

@@ -99,6 +99,31 @@ fn call_stops_on_sigterm_while_a_slow_check_runs() {
     assert_eq!(piton.exit_code(), Some(143), "{}", piton.stderr.text());
 }
 
+#[test]
+fn a_check_past_the_tools_deadline_is_an_input_error() {
+    let folder = plugins_folder(&[("slow.wasm", guests::HOSTILE_SCHEMA_SLOW)]);
+    // 10^8 subschema checks take far longer than 10 ms on any machine.
+    std::fs::write(
+        folder.path().join("piton.toml"),
+        "[tools.schema_slow]\ntimeout = \"10ms\"\n",
+    )
+    .expect("write piton.toml");
+    let out = run(piton()
+        .args(["call", "schema_slow"])
+        .arg(slow_args().to_string())
+        .arg("--plugins")
+        .arg(folder.path()));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "(input error: checking the arguments against the input schema took \
+             longer than the tool's deadline of 10ms; send smaller arguments)"
+        ),
+        "{err}"
+    );
+}
+
 /// A sessionless tools/call of `name`: the JSON-RPC message that answers it.
 async fn stateless(addr: SocketAddr, id: u64, name: &str, arguments: Value) -> Value {
     let response = send_once(addr, stateless_call(addr, id, name, arguments)).await;
