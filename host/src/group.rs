@@ -9,14 +9,15 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::CallError;
+use crate::limits::Limits;
 use crate::schema::InputSchema;
 use crate::source::ToolSource;
-use crate::tool::{DynTool, check_spec_size, check_tool_name};
+use crate::tool::{DynTool, ToolError, ToolSpec, check_spec_size, check_tool_name};
 
 /// A tool that passed the registry's checks, with its input schema compiled once.
 pub struct CheckedTool {
     tool: DynTool,
-    schema: InputSchema,
+    schema: Arc<InputSchema>,
 }
 
 impl std::fmt::Debug for CheckedTool {
@@ -51,14 +52,16 @@ impl CheckedTool {
     }
 
     fn check(tool: DynTool, check: SchemaCheck) -> Result<Self, String> {
-        let spec = tool.spec();
-        check_tool_name(&spec.name)?;
-        check_spec_size(&spec.description, spec.input_schema.to_string().len())?;
-        let schema = match check {
-            SchemaCheck::Whole => InputSchema::new(&spec.input_schema)?,
-            SchemaCheck::RequiredOnly => InputSchema::required_only(&spec.input_schema)?,
-        };
-        Ok(Self { tool, schema })
+        let schema = checked_spec(tool.spec(), check)?;
+        Ok(Self {
+            tool,
+            schema: Arc::new(schema),
+        })
+    }
+
+    /// Checks `spec` as [`CheckedTool::new`] checks a tool's (`piton check` uses it).
+    pub(crate) fn check_spec(spec: &ToolSpec) -> Result<(), String> {
+        checked_spec(spec, SchemaCheck::Whole).map(drop)
     }
 
     /// The tool.
@@ -66,11 +69,56 @@ impl CheckedTool {
         &self.tool
     }
 
-    /// Checks one call's arguments against the input schema: `Err` is the input error
-    /// the model gets.
-    pub(crate) fn check_args(&self, args: &Value) -> Result<(), crate::tool::ToolError> {
-        self.schema.check(args)
+    /// Checks one call's arguments against the input schema, giving them back, or
+    /// the input error the model gets (`Ok(Err)`); `Err` is a fault of the host.
+    ///
+    /// A check that may take more than microseconds (a costly schema, large
+    /// arguments) runs on a blocking thread under the tool's deadline, so that the
+    /// async threads (other calls, `/healthz`, signals) never wait on it. Past the
+    /// deadline it is an input error: the tool never ran, and smaller arguments may
+    /// pass. The thread then runs on to the end of the check, which the schema's
+    /// load-time bound limits.
+    pub(crate) async fn check_args(
+        &self,
+        args: Value,
+    ) -> Result<Result<Value, ToolError>, CallError> {
+        let name = &self.tool.spec().name;
+        if self.schema.is_quick(&args) {
+            return Ok(self.schema.check(&args).map(|()| args));
+        }
+        let deadline = self
+            .tool
+            .deadline()
+            .unwrap_or_else(|| Limits::default().timeout);
+        tracing::debug!(tool = name, "checking the arguments on a blocking thread");
+        let schema = self.schema.clone();
+        let check = tokio::task::spawn_blocking(move || {
+            let checked = schema.check(&args);
+            (args, checked)
+        });
+        match tokio::time::timeout(deadline, check).await {
+            Ok(Ok((args, checked))) => Ok(checked.map(|()| args)),
+            Ok(Err(join)) => Err(CallError::Host {
+                tool: name.clone(),
+                message: format!("checking its arguments failed: {join}"),
+            }),
+            Err(_elapsed) => Ok(Err(ToolError::Input(format!(
+                "checking the arguments against the input schema took longer than the \
+                 tool's deadline of {deadline:?}; send smaller arguments"
+            )))),
+        }
     }
+}
+
+/// `spec`'s name and sizes checked, and its input schema compiled.
+fn checked_spec(spec: &ToolSpec, check: SchemaCheck) -> Result<InputSchema, String> {
+    check_tool_name(&spec.name)?;
+    check_spec_size(&spec.description, spec.input_schema.to_string().len())?;
+    match check {
+        SchemaCheck::Whole => InputSchema::new(&spec.input_schema),
+        SchemaCheck::RequiredOnly => InputSchema::required_only(&spec.input_schema),
+    }
+    .map_err(|e| format!("tool `{}`: {e}", spec.name))
 }
 
 /// The tools of a group, as listed.

@@ -46,6 +46,9 @@ pub mod plugins;
 pub mod protected;
 mod registry;
 mod schema;
+mod schema_cost;
+#[cfg(test)]
+mod schema_cost_tests;
 pub mod serve;
 mod source;
 mod term;

@@ -320,9 +320,10 @@ impl Registry {
         if !args.is_object() {
             return Ok(Err(not_an_object(&args)));
         }
-        if let Err(error) = entry.check_args(&args) {
-            return Ok(Err(error));
-        }
+        let args = match entry.check_args(args).await? {
+            Ok(args) => args,
+            Err(error) => return Ok(Err(error)),
+        };
         let args = match args {
             Value::Object(args) => args,
             other => return Ok(Err(not_an_object(&other))),

@@ -196,6 +196,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// How long one call may take, if the tool has a deadline (a wasm tool's
+    /// `timeout`). The registry checks a call's arguments within it too; `None`
+    /// gives that check the default [`Limits::timeout`].
+    fn deadline(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Runs one call whose arguments fit the input schema, with the call's hints.
     /// The arguments are borrowed: the registry keeps them (to retry an idempotent
     /// call once after a host fault) and no tool can change the recorded call.

@@ -10,6 +10,7 @@ mod docs;
 mod fs;
 mod hostile;
 mod images;
+mod input_schema;
 mod install;
 mod lang;
 mod limits;

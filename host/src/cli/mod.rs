@@ -30,7 +30,7 @@ mod signal;
 
 use load::{PluginsArg, load, loader};
 use out::Outcome;
-use signal::stop_signal;
+use signal::{CLOSE, stop_signal};
 
 /// Runs WebAssembly agent tools in a sandbox that enforces what they declare.
 #[derive(Debug, Parser)]
@@ -248,7 +248,7 @@ where
     // Ctrl-C or SIGTERM stops the command, not the process: the upstream servers are
     // still closed below (a stdio server that does not end when its input closes
     // would otherwise outlive piton).
-    let signal = stop_signal();
+    let signal = stop_signal(CLOSE);
     let work = async {
         match load(&loader).await {
             Some(registry) => command(registry).await,

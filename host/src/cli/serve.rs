@@ -135,7 +135,9 @@ pub(super) async fn serve(
     }
     // From here a signal stops serving gracefully rather than killing the process
     // (made now, so the handlers are in place before `listening on` is printed).
-    let signal = stop_signal();
+    // Past the grace and the time answers get to be written, and the upstream
+    // servers to close, the process ends whatever is still running.
+    let signal = stop_signal(grace + serve::SHUTDOWN_FLUSH + super::signal::CLOSE);
     let stop = async move {
         signal.await;
     };

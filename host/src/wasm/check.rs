@@ -9,7 +9,9 @@ use serde::Serialize;
 
 use super::runtime::WasmRuntime;
 use super::tool::WasmTool;
-use crate::error::LoadError;
+use crate::error::{LoadError, LoadErrorKind};
+use crate::group::CheckedTool;
+use crate::tool::Tool as _;
 
 /// What a call gets from one interface a component imports, in piton's sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,6 +57,14 @@ impl WasmRuntime {
     /// says what each of its imports would give a call.
     pub async fn check_file(&self, path: &Path) -> Result<Checked, LoadError> {
         let tools = self.load_file_tools(path).await?;
+        // What a registry checks when the tool joins it: the name, the sizes, and
+        // the input schema (an object schema, and what checking it may cost).
+        for tool in &tools {
+            CheckedTool::check_spec(tool.spec()).map_err(|e| LoadError {
+                plugin: tool.source(),
+                kind: LoadErrorKind::Invalid(e),
+            })?;
+        }
         let world = if tools.first().is_some_and(WasmTool::in_toolbox) {
             "toolbox-plugin"
         } else {

@@ -373,6 +373,10 @@ impl Tool for WasmTool {
         }
     }
 
+    fn deadline(&self) -> Option<std::time::Duration> {
+        Some(self.limits.timeout)
+    }
+
     fn sandbox(&self) -> Option<SandboxReport> {
         Some(SandboxReport {
             component: self.info.clone(),
