@@ -57,11 +57,7 @@ pub(crate) fn by_declared_name<T: Tool>(
     bound: &BTreeMap<String, String>,
     files: &BTreeSet<String>,
 ) -> (Vec<T>, Vec<LoadError>) {
-    let mut sources: BTreeMap<String, Vec<ToolSource>> = BTreeMap::new();
-    for tool in &tools {
-        let name = tool.spec().name.clone();
-        sources.entry(name).or_default().push(tool.source());
-    }
+    let sources = sources_by_name(&tools);
     let mut kept = Vec::with_capacity(tools.len());
     let mut refused = Vec::new();
     for tool in tools {
@@ -96,14 +92,22 @@ pub(crate) fn by_declared_name<T: Tool>(
     (kept, refused)
 }
 
+/// Where each name of `tools` comes from, every file that declares it.
+fn sources_by_name<T: Tool>(tools: &[T]) -> BTreeMap<String, Vec<ToolSource>> {
+    let mut sources: BTreeMap<String, Vec<ToolSource>> = BTreeMap::new();
+    for tool in tools {
+        sources
+            .entry(tool.spec().name.clone())
+            .or_default()
+            .push(tool.source());
+    }
+    sources
+}
+
 /// The tools of `tools` (configured: renamed as piton.toml says) whose names no other
 /// of them has, in the order given, and the errors refusing the others.
 pub(crate) fn by_served_name<T: Tool>(tools: Vec<T>) -> (Vec<T>, Vec<LoadError>) {
-    let mut sources: BTreeMap<String, Vec<ToolSource>> = BTreeMap::new();
-    for tool in &tools {
-        let name = tool.spec().name.clone();
-        sources.entry(name).or_default().push(tool.source());
-    }
+    let sources = sources_by_name(&tools);
     let mut kept = Vec::with_capacity(tools.len());
     let mut refused = Vec::new();
     for tool in tools {
