@@ -24,7 +24,7 @@ fn age(path: &Path, ago: Duration) {
 }
 
 /// The entry of the component `wasm` in `cache`.
-fn entry_of(cache: &Path, wasm: &str) -> PathBuf {
+pub(crate) fn entry_of(cache: &Path, wasm: &str) -> PathBuf {
     let digest = sha256_of(wasm);
     let found = entries(cache);
     let name = found

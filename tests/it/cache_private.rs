@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use piton_tests::{guests, plugins as examples};
 
-use crate::pins::{entries, list, sha256_of};
+use crate::cache::entry_of;
+use crate::pins::{entries, list};
 use crate::support::{piton, plugins_folder, run, stderr};
 
 /// A user id that is not ours (nobody's).
@@ -16,17 +17,6 @@ const OTHER_UID: u32 = 65534;
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
-}
-
-/// The entry of the component `wasm` in `cache`.
-fn entry_of(cache: &Path, wasm: &str) -> PathBuf {
-    let digest = sha256_of(wasm);
-    let found = entries(cache);
-    let name = found
-        .iter()
-        .find(|name| name.starts_with(&digest))
-        .unwrap_or_else(|| panic!("no entry for {wasm}: {found:?}"));
-    cache.join(name)
 }
 
 /// A cache folder in which counter's entry holds word_count's code, and a plugins
