@@ -172,6 +172,20 @@ fn answer_text(answer: &Value) -> String {
 /// hoards of fields and bodies each need several hundred MiB without the limit.
 const HOARD_RSS_BOUND: u64 = 128 << 20;
 
+/// `piton serve` on `folder` with the hoard guest and counter beside it (the tool
+/// that shows the host still answers), hoard configured by `config`.
+fn hoard_beside_counter(folder: &std::path::Path, config: &str) -> Served {
+    Served::start(
+        folder,
+        &[
+            ("hoard.wasm", guests::HOSTILE_HOARD),
+            ("counter.wasm", guests::HOSTILE_COUNTER),
+        ],
+        config,
+        None,
+    )
+}
+
 #[test]
 fn hoarding_host_resources_fails_the_call_and_the_host_stays_small() {
     let mut failures = Vec::new();
@@ -184,15 +198,7 @@ fn hoarding_host_resources_fails_the_call_and_the_host_stays_small() {
         ("streams", 100_000, 0),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut served = Served::start(
-            dir.path(),
-            &[
-                ("hoard.wasm", guests::HOSTILE_HOARD),
-                ("counter.wasm", guests::HOSTILE_COUNTER),
-            ],
-            "[tools.hoard]\ntimeout = \"100s\"\n",
-            None,
-        );
+        let mut served = hoard_beside_counter(dir.path(), "[tools.hoard]\ntimeout = \"100s\"\n");
         let before = served.peak_rss();
         served.call(
             1,
@@ -314,15 +320,10 @@ fn a_flood_of_calls_past_the_queue_is_refused_as_busy_and_the_host_stays_up() {
     // Two instances and eight waiting calls: of 500 calls sent at once, at most ten
     // are in flight; each holds its instance for 5 s, so the rest arrive while
     // those are taken and are refused at once.
-    let mut served = Served::start(
+    let mut served = hoard_beside_counter(
         dir.path(),
-        &[
-            ("hoard.wasm", guests::HOSTILE_HOARD),
-            ("counter.wasm", guests::HOSTILE_COUNTER),
-        ],
         "[runtime]\nmax_instances = 2\nmax_queued = 8\n\
          [tools.hoard]\ntimeout = \"100s\"\nopen_world = false\n",
-        None,
     );
     let before = served.peak_rss();
     let slow = json!({"kind": "pollables", "count": 0, "size": 0, "path": "", "hold_ms": 5000});
@@ -397,14 +398,9 @@ fn listing_a_huge_folder_16_times_at_once_holds_little_on_the_host() {
     const ENTRIES: usize = 240_000;
     let dir = tempfile::tempdir().expect("temp dir");
     let mount = huge_folder(dir.path(), ENTRIES);
-    let mut served = Served::start(
+    let mut served = hoard_beside_counter(
         dir.path(),
-        &[
-            ("hoard.wasm", guests::HOSTILE_HOARD),
-            ("counter.wasm", guests::HOSTILE_COUNTER),
-        ],
         &format!("[tools.hoard]\ntimeout = \"100s\"\n{mount}"),
-        None,
     );
     let before = served.peak_rss();
     served.call(
@@ -461,14 +457,9 @@ fn a_named_pipe_in_a_mount_is_refused_rather_than_waited_on() {
         "mounts = [{{ host = {:?}, guest = \"/data\", mode = \"read\" }}]\n",
         data.display().to_string()
     );
-    let mut served = Served::start(
+    let mut served = hoard_beside_counter(
         dir.path(),
-        &[
-            ("hoard.wasm", guests::HOSTILE_HOARD),
-            ("counter.wasm", guests::HOSTILE_COUNTER),
-        ],
         &format!("[tools.hoard]\ntimeout = \"10s\"\n{mount}"),
-        None,
     );
     let mut failures = Vec::new();
     served.call(
@@ -509,15 +500,7 @@ fn a_named_pipe_in_a_mount_is_refused_rather_than_waited_on() {
 #[test]
 fn a_huge_random_request_traps_before_the_host_allocates_it() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut served = Served::start(
-        dir.path(),
-        &[
-            ("hoard.wasm", guests::HOSTILE_HOARD),
-            ("counter.wasm", guests::HOSTILE_COUNTER),
-        ],
-        "[tools.hoard]\ntimeout = \"100s\"\n",
-        None,
-    );
+    let mut served = hoard_beside_counter(dir.path(), "[tools.hoard]\ntimeout = \"100s\"\n");
     let random =
         |size: u32| json!({"kind": "random", "count": 1, "size": size, "path": "", "hold_ms": 0});
     // Up to the cap, a request is answered.
