@@ -530,7 +530,7 @@ impl Loader {
                 }
                 let server = UpstreamServer::from_config(name, section).map_err(|e| LoadError {
                     plugin: ToolSource::Mcp(name.clone()),
-                    kind: LoadErrorKind::Invalid(e.message),
+                    kind: LoadErrorKind::Invalid(e.problem.to_string()),
                 })?;
                 known.insert(name.clone(), (section.clone(), server.clone()));
                 Ok(server)

@@ -67,23 +67,46 @@ impl NoLinks {
 /// without links, or, when a link is met, as given (the tool is then refused at load
 /// by [`crate::protected::Protected::check`], which stops that tool and not every
 /// tool of the file); an error naming the fix when it cannot be used at all.
-pub(crate) fn mount_host(given: &Path) -> Result<PathBuf, String> {
+pub(crate) fn mount_host(given: &Path) -> Result<PathBuf, MountError> {
     match real_folder(given) {
         Ok(real) => Ok(real),
         Err(NoLinks::Link { .. }) => {
             Ok(std::path::absolute(given).unwrap_or_else(|_| given.to_path_buf()))
         }
-        Err(NoLinks::Io { .. }) if given.is_file() => Err(format!(
-            "{} is not a folder; mount a folder",
-            given.display()
-        )),
-        Err(NoLinks::Io { at, error }) => Err(format!(
-            "{} cannot be used ({}: {error}); create the folder or fix the path (relative \
-             paths are relative to piton.toml)",
-            given.display(),
-            at.display()
-        )),
+        Err(NoLinks::Io { .. }) if given.is_file() => {
+            Err(MountError::NotAFolder(given.to_path_buf()))
+        }
+        Err(NoLinks::Io { at, error }) => Err(MountError::Unusable {
+            given: given.to_path_buf(),
+            at,
+            error,
+        }),
     }
+}
+
+/// Why a mount's host folder cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// The path is a file.
+    #[error("{} is not a folder; mount a folder", .0.display())]
+    NotAFolder(PathBuf),
+    /// A part of the path is missing, not a folder, or not permitted.
+    #[error(
+        "{} cannot be used ({}: {error}); create the folder or fix the path (relative paths \
+         are relative to piton.toml)",
+        .given.display(),
+        .at.display()
+    )]
+    Unusable {
+        /// The path as written, joined to piton.toml's folder.
+        given: PathBuf,
+        /// The path up to and with the part that failed.
+        at: PathBuf,
+        /// Why that part failed.
+        #[source]
+        error: std::io::Error,
+    },
 }
 
 /// `path` made absolute, with each part checked to be a folder and no link: the
