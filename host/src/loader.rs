@@ -414,7 +414,9 @@ impl Loader {
             kind: LoadErrorKind::Invalid(format!("piton.toml [tools.{name}]: {message}")),
         };
         let tool = tool.configured(settings).map_err(invalid)?;
-        protected.check(tool.grants()).map_err(invalid)?;
+        protected
+            .check(tool.grants())
+            .map_err(|e| invalid(e.to_string()))?;
         self.fits_the_pool(tool)
     }
 

@@ -40,25 +40,47 @@ impl NoLinks {
     pub(crate) fn for_mount(&self, path: &Path) -> String {
         match self {
             Self::Link { link, target } => {
-                let real = match path.canonicalize() {
-                    Ok(real) => format!(" ({})", real.display()),
-                    Err(_) => String::new(),
-                };
-                format!(
-                    "{} passes through the symbolic link {} (-> {}); piton follows no link in \
-                     a mount's path, since a tool that may write where the link is could have \
-                     made it to lead the grant elsewhere; point the grant at the real \
-                     folder{real}",
-                    path.display(),
-                    link.display(),
-                    target.display(),
-                )
+                LinkInPath::new(path, link.clone(), target.clone()).to_string()
             }
             Self::Io { at, error } => format!(
                 "{} cannot be used ({}: {error}); create the folder or fix the path",
                 path.display(),
                 at.display()
             ),
+        }
+    }
+}
+
+/// A mount's folder whose path passes through a symbolic link.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} passes through the symbolic link {} (-> {}); piton follows no link in a mount's path, \
+     since a tool that may write where the link is could have made it to lead the grant \
+     elsewhere; point the grant at the real folder{}",
+    .path.display(),
+    .link.display(),
+    .target.display(),
+    .real.as_ref().map(|real| format!(" ({})", real.display())).unwrap_or_default()
+)]
+pub struct LinkInPath {
+    /// The mount's folder, as granted.
+    pub path: PathBuf,
+    /// The link: the path up to and with it.
+    pub link: PathBuf,
+    /// What it points to, as written in it.
+    pub target: PathBuf,
+    /// The folder the path leads to through the link, if it exists.
+    pub real: Option<PathBuf>,
+}
+
+impl LinkInPath {
+    /// `path`'s link `link` to `target`, with the folder it leads to now.
+    pub(crate) fn new(path: &Path, link: PathBuf, target: PathBuf) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            link,
+            target,
+            real: path.canonicalize().ok(),
         }
     }
 }
