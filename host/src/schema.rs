@@ -234,11 +234,14 @@ mod tests {
         .unwrap()
     }
 
+    /// Whether an error is the variant expected.
+    type IsError = fn(&SchemaError) -> bool;
+
     #[test]
     fn only_object_schemas_are_accepted() {
         assert!(InputSchema::new(&json!({"type": "object"})).is_ok());
         let not_for_an_object = |e: &SchemaError| matches!(e, SchemaError::NotForAnObject);
-        let cases: [(Value, fn(&SchemaError) -> bool); 4] = [
+        let cases: [(Value, IsError); 4] = [
             (json!("string"), |e| {
                 matches!(e, SchemaError::NotAnObject(_))
             }),

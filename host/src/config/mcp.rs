@@ -410,9 +410,17 @@ mod tests {
         assert_eq!(config.mcp["remote"].timeout, None);
     }
 
+    /// A section, the key at fault, a part of the message and the variant.
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&McpError) -> bool,
+    );
+
     #[test]
     fn errors_name_the_key_and_the_fix() {
-        let cases: &[(&str, &str, &str, fn(&McpError) -> bool)] = &[
+        let cases: &[Case] = &[
             ("[mcp.a__b]\ncommand = \"x\"", "mcp.a__b", "__", |e| {
                 matches!(e, McpError::Name(GroupNameError::Underscores(_)))
             }),

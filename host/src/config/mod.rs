@@ -390,9 +390,17 @@ mod tests {
         assert_eq!(tool.hints.destructive, Some(false));
     }
 
+    /// A file, the key at fault, a part of the message and the variant.
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&ConfigProblem) -> bool,
+    );
+
     #[test]
     fn errors_name_the_key_and_the_fix() {
-        let cases: &[(&str, &str, &str, fn(&ConfigProblem) -> bool)] = &[
+        let cases: &[Case] = &[
             ("[tools.a]\nmount = []", "", "unknown field `mount`", |p| {
                 matches!(p, ConfigProblem::Toml(_))
             }),
