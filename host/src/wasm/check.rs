@@ -63,7 +63,7 @@ impl WasmRuntime {
         for tool in &tools {
             CheckedTool::check_spec(tool.spec()).map_err(|e| LoadError {
                 plugin: tool.source(),
-                kind: LoadErrorKind::Invalid(e),
+                kind: LoadErrorKind::Invalid(e.to_string()),
             })?;
         }
         let world = if tools.first().is_some_and(WasmTool::in_toolbox) {

@@ -390,7 +390,8 @@ fn open(
 
 /// The host's spec from the guest's, its sizes and schema checked.
 fn spec_of(spec: bindings::plugin::piton::tool::types::ToolSpec) -> Result<ToolSpec, String> {
-    crate::tool::check_spec_size(&spec.description, spec.input_schema.len())?;
+    crate::tool::check_spec_size(&spec.description, spec.input_schema.len())
+        .map_err(|e| e.to_string())?;
     Ok(ToolSpec {
         input_schema: serde_json::from_str(&spec.input_schema)
             .map_err(|e| format!("its input schema is not JSON: {e}"))?,
