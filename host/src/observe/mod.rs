@@ -2,36 +2,39 @@
 //!
 //! An [`Observer`] is made from piton.toml's `[audit]` table (the
 //! [`Loader`](crate::loader::Loader) makes one and hands it to each registry it
-//! builds). [`Registry::call`](crate::registry::Registry::call), the one call path of
-//! every transport and of `piton call`, wraps each call in a [`Watch`]: it counts the
-//! call in its tool's metrics and, when the call ends (or is dropped), writes its
-//! audit record. The sandbox reports denials and grants through the call's
-//! [`notes`].
+//! builds); a registry without one has [`Observer::disabled`], which counts and
+//! writes nothing. [`Registry::call`](crate::registry::Registry::call), the one call
+//! path of every transport and of `piton call`, wraps each call in a [`Watch`]: it
+//! counts the call in its tool's metrics and, when the call ends (or is dropped),
+//! writes its audit record. The sandbox reports denials and grants through the
+//! notes of the call's [`CallContext`].
 
 mod audit;
 mod metrics;
-pub(crate) mod notes;
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
+use crate::call::CallContext;
+use crate::call::notes;
 use crate::config::audit::AuditSettings;
 use crate::error::{CallError, Trap};
 use crate::tool::{Tool, ToolError, ToolResult};
 pub(crate) use audit::Approval;
 use audit::{AuditLog, Record};
-pub use metrics::CacheCounts;
 pub(crate) use metrics::ToolStats;
 use metrics::{ErrorKind, InFlight, Metrics};
-use notes::Notes;
 use piton_wit::Hints;
+
+pub use crate::wasm::cache::CacheCounts;
 
 /// Metrics and the audit log, shared by every registry a loader builds.
 pub struct Observer {
-    metrics: Metrics,
+    /// None: the observer is [disabled](Observer::disabled).
+    metrics: Option<Metrics>,
     audit: Option<AuditLog>,
     cache: Arc<CacheCounts>,
 }
@@ -78,15 +81,37 @@ impl Observer {
             error,
         })?;
         Ok(Arc::new(Self {
-            metrics,
+            metrics: Some(metrics),
             audit,
             cache,
         }))
     }
 
-    /// Every metric in Prometheus' text format (what `/metrics` serves).
+    /// The observer of a registry that has none: it keeps no metrics and writes no
+    /// audit record, so a call takes the same path whether it is observed or not.
+    pub fn disabled() -> Arc<Self> {
+        static DISABLED: LazyLock<Arc<Observer>> = LazyLock::new(|| {
+            Arc::new(Observer {
+                metrics: None,
+                audit: None,
+                cache: Arc::default(),
+            })
+        });
+        DISABLED.clone()
+    }
+
+    /// Whether this is [`Observer::disabled`].
+    pub fn is_disabled(&self) -> bool {
+        self.metrics.is_none()
+    }
+
+    /// Every metric in Prometheus' text format (what `/metrics` serves); nothing
+    /// from a disabled observer.
     pub fn metrics_text(&self) -> String {
-        self.metrics.render(&self.cache)
+        self.metrics
+            .as_ref()
+            .map(|metrics| metrics.render(&self.cache))
+            .unwrap_or_default()
     }
 
     /// Waits (a few seconds at most) until the audit records of calls that have
@@ -97,33 +122,42 @@ impl Observer {
         }
     }
 
-    /// The metric handles of the tool called `name`.
-    pub(crate) fn tool_stats(&self, name: &str) -> ToolStats {
-        self.metrics.tool(name)
+    /// The metric handles of the tool called `name` (none when disabled).
+    pub(crate) fn tool_stats(&self, name: &str) -> Option<ToolStats> {
+        self.metrics.as_ref().map(|metrics| metrics.tool(name))
     }
 
     /// Drops the series of every tool not in `names`: a reload left them out.
     pub(crate) fn keep_only(&self, names: &[String]) {
-        for name in self.metrics.tools() {
+        let Some(metrics) = &self.metrics else {
+            return;
+        };
+        for name in metrics.tools() {
             if names.binary_search(&name).is_err() {
-                self.metrics.forget(&name);
+                metrics.forget(&name);
             }
         }
     }
 
-    /// Starts watching a call of `name` with `args`.
-    pub(crate) fn watch<'a>(&'a self, name: &'a str, args: &Value) -> Watch<'a> {
+    /// Starts watching the call `ctx` of `name` with `args`.
+    pub(crate) fn watch<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        name: &'a str,
+        args: &Value,
+    ) -> Watch<'a> {
         let args = self.audit.as_ref().map(|audit| {
             (
                 audit::arguments_sha256(args),
                 audit.arguments.then(|| args.clone()),
             )
         });
+        ctx.notes().keep_details(self.audit.is_some());
         Watch {
             observer: self,
+            ctx,
             name,
             started: Instant::now(),
-            notes: Notes::new(self.audit.is_some()),
             stats: None,
             in_flight: None,
             args,
@@ -148,9 +182,10 @@ pub(crate) struct Facts {
 /// dropped first (the call was cancelled).
 pub(crate) struct Watch<'a> {
     observer: &'a Observer,
+    /// The call's context: its notes, and the trace it belongs to.
+    ctx: &'a CallContext,
     name: &'a str,
     started: Instant,
-    notes: Arc<Notes>,
     stats: Option<Cow<'a, ToolStats>>,
     in_flight: Option<InFlight>,
     /// With an audit log: the arguments' hash, and the arguments if wanted.
@@ -162,20 +197,15 @@ pub(crate) struct Watch<'a> {
 }
 
 impl<'a> Watch<'a> {
-    /// The call's notes, for its sandboxes.
-    pub(crate) fn notes(&self) -> Arc<Notes> {
-        self.notes.clone()
-    }
-
     /// The call found its tool, whose metric handles are `stats` (the registry's)
-    /// or made now.
+    /// or made now (none when the observer is disabled).
     pub(crate) fn found(&mut self, tool: &dyn Tool, stats: Option<&'a ToolStats>) {
         let stats = match stats {
-            Some(stats) => Cow::Borrowed(stats),
-            None => Cow::Owned(self.observer.tool_stats(self.name)),
+            Some(stats) => Some(Cow::Borrowed(stats)),
+            None => self.observer.tool_stats(self.name).map(Cow::Owned),
         };
-        self.in_flight = Some(stats.start());
-        self.stats = Some(stats);
+        self.in_flight = stats.as_ref().map(|stats| stats.start());
+        self.stats = stats;
         if self.observer.audit.is_some() {
             self.source = Some(tool.source().to_string());
         }
@@ -196,10 +226,11 @@ impl<'a> Watch<'a> {
         message: Option<String>,
     ) {
         let took = self.started.elapsed();
-        let taken = self.notes.take();
+        let taken = self.ctx.notes().take();
         // A trap the tool's `on_trap = "error"` made an error result is still a trap.
-        let (outcome, kind, trap) = match (kind, taken.trap_as_error) {
-            (Some(ErrorKind::Failed), Some(index)) => {
+        let (outcome, kind, trap) = match (kind, &taken.trap_as_error) {
+            (Some(ErrorKind::Failed), Some(trap)) => {
+                let index = trap_index(trap);
                 let kind = trap_kind(index);
                 (kind.as_str(), Some(kind), Some(index))
             }
@@ -207,8 +238,10 @@ impl<'a> Watch<'a> {
         };
         if let Some(stats) = &self.stats {
             stats.ended(took, kind, trap, &taken.counts);
-        } else if matches!(outcome, "unknown_tool") {
-            self.observer.metrics.unknown();
+        } else if let Some(metrics) = &self.observer.metrics
+            && matches!(outcome, "unknown_tool")
+        {
+            metrics.unknown();
         }
         self.in_flight = None;
         let Some(audit) = &self.observer.audit else {
@@ -254,8 +287,10 @@ impl<'a> Watch<'a> {
             arguments_sha256,
             arguments,
         };
-        if !audit.write(&record) {
-            self.observer.metrics.audit_dropped();
+        if !audit.write(&record)
+            && let Some(metrics) = &self.observer.metrics
+        {
+            metrics.audit_dropped();
         }
     }
 }
@@ -305,7 +340,7 @@ fn outcome_of(
 }
 
 /// The index of `trap`'s kind in `TRAP_KINDS`.
-pub(crate) fn trap_index(trap: &Trap) -> usize {
+fn trap_index(trap: &Trap) -> usize {
     match trap {
         Trap::Deadline(_) => 0,
         Trap::Memory(_) => 1,

@@ -16,6 +16,7 @@ use super::bindings::{self, Plugin, PluginPre, ToolboxPlugin, ToolboxPluginPre};
 use super::fs::Pins;
 use super::runtime::{Admitted, WasmRuntime};
 use super::sandbox::Sandbox;
+use crate::call::notes::Denials;
 use crate::error::{CallError, Trap};
 use crate::grants::Capabilities;
 use crate::limits::Limits;
@@ -122,7 +123,7 @@ impl Instances {
         CallError,
     > {
         self.in_fresh_instance(
-            "",
+            Whose::loading(),
             &Pins::default(),
             &Limits::default(),
             &Capabilities::default(),
@@ -146,7 +147,7 @@ impl Instances {
     /// capabilities under the default limits, copying at most [`TOOLBOX_FUEL`] bytes.
     pub(super) async fn read_toolbox(&self) -> Result<Vec<bindings::ToolDecl>, CallError> {
         self.in_fresh_instance(
-            "",
+            Whose::loading(),
             &Pins::default(),
             &Limits::default(),
             &Capabilities::default(),
@@ -169,13 +170,14 @@ impl Instances {
     pub(super) async fn hints_for(
         &self,
         name: &str,
+        denials: Denials,
         limits: &Limits,
         args: String,
     ) -> Result<Option<Hints>, CallError> {
         let tool = self.toolbox_name();
         let answer = self
             .in_fresh_instance(
-                name,
+                Whose { name, denials },
                 &Pins::default(),
                 limits,
                 &Capabilities::default(),
@@ -224,6 +226,7 @@ impl Instances {
     pub(super) async fn run(
         &self,
         name: &str,
+        denials: Denials,
         pins: &Pins,
         limits: &Limits,
         caps: &Capabilities,
@@ -231,7 +234,7 @@ impl Instances {
     ) -> Result<RunAnswer, CallError> {
         let tool = self.toolbox_name();
         self.in_fresh_instance(
-            name,
+            Whose { name, denials },
             pins,
             limits,
             caps,
@@ -277,19 +280,21 @@ impl Instances {
     /// Runs `op` in a fresh instance with `caps` and nothing else, under `limits`: a
     /// memory limit, a deadline (epoch callback for running code, a timer for code
     /// waiting in a host call), and captured output logged with the tool's `name`.
-    /// `pins` holds the folders of the mounts `caps` may give.
+    /// `pins` holds the folders of the mounts `caps` may give. The sandbox reports
+    /// what it is granted and refuses to `denials`.
     ///
     /// `fuel` bounds the bytes the host copies out of the guest in one go (a result,
     /// or the arguments of one host call): see [`Store::set_hostcall_fuel`].
     async fn in_fresh_instance<R: Send>(
         &self,
-        name: &str,
+        whose: Whose<'_>,
         pins: &Pins,
         limits: &Limits,
         caps: &Capabilities,
         fuel: usize,
         op: GuestOp<R>,
     ) -> Result<R, CallError> {
+        let Whose { name, denials } = whose;
         let _slot = self
             .runtime
             .inner
@@ -297,7 +302,7 @@ impl Instances {
             .acquire()
             .await
             .map_err(|e| host_fault(name, e))?;
-        let sandbox = Sandbox::new(limits, caps, pins).map_err(|e| host_fault(name, e))?;
+        let sandbox = Sandbox::new(limits, caps, pins, denials).map_err(|e| host_fault(name, e))?;
         let mut store = self.new_store(limits, sandbox);
         store.set_hostcall_fuel(fuel);
         let outcome = tokio::time::timeout(limits.timeout, async {
@@ -383,6 +388,23 @@ impl Instances {
 
 /// A fault of the host's own (no instance slot, a mount that vanished) in a call of
 /// the tool `name`: what the registry may retry for an idempotent call.
+/// Whose instance one is: the tool's name (for its log lines and errors) and where its
+/// sandbox reports what it is granted and refuses.
+struct Whose<'a> {
+    name: &'a str,
+    denials: Denials,
+}
+
+impl Whose<'_> {
+    /// An instance made while loading: no tool name yet, and no call to report to.
+    fn loading() -> Self {
+        Whose {
+            name: "",
+            denials: Denials::default(),
+        }
+    }
+}
+
 pub(super) fn host_fault(name: &str, error: impl std::fmt::Display) -> CallError {
     CallError::Host {
         tool: name.to_owned(),

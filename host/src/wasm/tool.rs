@@ -3,6 +3,7 @@
 
 use super::bindings;
 use super::instance::{Instances, RunAnswer, host_fault};
+use crate::call::CallContext;
 use crate::config::ToolConfig;
 use crate::error::{CallError, Trap};
 use crate::grants::Grants;
@@ -212,23 +213,29 @@ impl Tool for WasmTool {
         self.source.clone()
     }
 
-    async fn hints_for(&self, args: &Args) -> Result<Option<Hints>, CallError> {
+    async fn hints_for(&self, ctx: &CallContext, args: &Args) -> Result<Option<Hints>, CallError> {
         if !self.instances.has_hints_for() {
             return Ok(None);
         }
         let _admitted = self.admit()?;
         let text = self.args_text(args)?;
         self.instances
-            .hints_for(&self.spec.name, &self.limits, text)
+            .hints_for(&self.spec.name, ctx.denials(), &self.limits, text)
             .await
     }
 
-    async fn call(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(
+        &self,
+        ctx: &CallContext,
+        args: &Args,
+        hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         let _admitted = self.admit()?;
-        match (self.run(args, hints).await, self.on_trap) {
+        match (self.run(ctx, args, hints).await, self.on_trap) {
             (Err(CallError::Trap { trap, .. }), OnTrap::Error) => {
-                crate::observe::notes::trap_as_error(crate::observe::trap_index(&trap));
-                Ok(Err(ToolError::Failed(format!("the tool {trap}"))))
+                let message = format!("the tool {trap}");
+                ctx.notes().trap_as_error(trap);
+                Ok(Err(ToolError::Failed(message)))
             }
             (result, _) => result,
         }
@@ -241,12 +248,18 @@ impl WasmTool {
         self.instances.admit(&self.spec.name)
     }
 
-    async fn run(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
+    async fn run(
+        &self,
+        ctx: &CallContext,
+        args: &Args,
+        hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         let text = self.args_text(args)?;
         let result = self
             .instances
             .run(
                 &self.spec.name,
+                ctx.denials(),
                 &self.pins,
                 &self.limits,
                 &self.grants.for_call(hints),
