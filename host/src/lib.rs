@@ -34,6 +34,7 @@ pub mod build;
 mod bundled;
 pub mod cli;
 pub mod config;
+pub mod consent;
 mod error;
 pub mod grants;
 mod group;
