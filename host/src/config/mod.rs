@@ -29,6 +29,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod approve;
 pub mod audit;
 pub mod cache;
 mod hint_overrides;
@@ -37,6 +38,8 @@ pub mod pins;
 pub mod runtime;
 pub(crate) mod values;
 
+pub use self::approve::ApproveSettings;
+use self::approve::RawApprove;
 use self::audit::{AuditSettings, RawAudit};
 pub use self::cache::CacheSettings;
 use self::cache::RawCache;
@@ -69,6 +72,8 @@ pub struct Config {
     pub pins: Pins,
     /// The `[cache]` table: how much compiled code the compile cache keeps.
     pub cache: CacheSettings,
+    /// The `[approve]` table: which calls `serve` asks the person about.
+    pub approve: ApproveSettings,
 }
 
 /// What piton.toml says about one tool.
@@ -91,6 +96,8 @@ pub struct ToolConfig {
     /// `from = "FILE.wasm"`: the one plugins folder file whose tool of this name is
     /// served with these settings; see [`crate::name_claims`].
     pub from: Option<String>,
+    /// `approve = "…"`: when this tool's calls are asked about, over `[approve] ask`.
+    pub approve: Option<crate::consent::AskMode>,
 }
 
 /// A piton.toml that cannot be used.
@@ -120,6 +127,8 @@ struct RawConfig {
     plugins: BTreeMap<String, RawPlugin>,
     #[serde(default)]
     cache: RawCache,
+    #[serde(default)]
+    approve: RawApprove,
 }
 
 #[derive(Deserialize)]
@@ -148,6 +157,7 @@ struct RawTool {
     open_world: Option<bool>,
     sha256: Option<String>,
     from: Option<String>,
+    approve: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -211,6 +221,8 @@ impl Config {
         let runtime = RuntimeSettings::parse(raw.runtime).map_err(|(k, m)| fail(k, m))?;
         let audit = AuditSettings::parse(raw.audit, base).map_err(|(k, m)| fail(k, m))?;
         let cache = CacheSettings::parse(raw.cache).map_err(|(k, m)| fail(k, m))?;
+        let approve =
+            ApproveSettings::parse(raw.approve, base, env).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
@@ -219,6 +231,7 @@ impl Config {
             audit,
             pins,
             cache,
+            approve,
         })
     }
 }
@@ -276,6 +289,10 @@ fn parse_tool(
     if let Some(file) = &raw.from {
         crate::name_claims::check_from(file).map_err(|m| (at("from"), m))?;
     }
+    let approve = raw
+        .approve
+        .map(|mode| crate::consent::AskMode::parse(&mode).map_err(|m| (at("approve"), m)))
+        .transpose()?;
     Ok(ToolConfig {
         grants: Grants {
             mounts,
@@ -294,6 +311,7 @@ fn parse_tool(
             open_world: raw.open_world,
         },
         from: raw.from,
+        approve,
     })
 }
 
