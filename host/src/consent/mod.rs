@@ -5,9 +5,12 @@
 //! and [`state`] seals what was shown into the `requestState` of a 2026-07-28
 //! request, so any replica with the same key can check the retry.
 
+pub mod allow;
+mod ask;
 pub mod form;
 pub mod policy;
 pub mod state;
 
+pub use ask::{CHOICE, Channel, Consent, Elicit, Outcome, QUESTION_KEY, Question, Verdict};
 pub use policy::{AskMode, AskReason};
 pub use state::{ApprovalKey, Sealer, StateError, Subject};
