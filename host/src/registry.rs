@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::approve::{ApprovalRequest, Approver, Decision};
+use crate::consent::{Channel, Consent, Verdict};
 use crate::error::{CallError, LoadError, LoadErrorKind};
 use crate::group::{CheckedTool, DynGroup, ToolGroup, check_group_name};
 use crate::observe::{Approval, Facts, Observer};
@@ -26,6 +27,7 @@ pub struct Registry {
     tools: BTreeMap<String, Arc<CheckedTool>>,
     groups: BTreeMap<String, DynGroup>,
     approver: Option<Arc<dyn Approver>>,
+    consent: Option<Arc<Consent>>,
     observer: Option<Arc<Observer>>,
     /// The metric handles of the tools loaded here, made once (see `observe`).
     stats: HashMap<String, crate::observe::ToolStats>,
@@ -159,6 +161,18 @@ impl Registry {
         self.approver = Some(Arc::new(approver));
     }
 
+    /// Asks the person, through the caller's MCP client, before the calls `consent`
+    /// names: see [`Registry::call_asking`]. `piton serve` sets it from piton.toml's
+    /// `[approve]`.
+    pub fn set_consent(&mut self, consent: Arc<Consent>) {
+        self.consent = Some(consent);
+    }
+
+    /// The consent policy, if one is set.
+    pub fn consent(&self) -> Option<&Arc<Consent>> {
+        self.consent.as_ref()
+    }
+
     /// Counts every call in `observer`'s metrics and writes its audit record, from
     /// now on. The metric series of tools `observer` knows that this registry lacks
     /// are dropped (a reload left them out).
@@ -285,10 +299,21 @@ impl Registry {
     /// With an [`Observer`], the call is counted in its metrics and gets an audit
     /// record, whatever its outcome.
     pub async fn call(&self, name: &str, args: Value) -> Result<ToolResult, CallError> {
+        self.call_asking(name, args, &Channel::Cannot).await
+    }
+
+    /// [`Registry::call`], for a client that can be asked over `channel` when the
+    /// [`Consent`] policy asks about the call (see [`Registry::set_consent`]).
+    pub async fn call_asking(
+        &self,
+        name: &str,
+        args: Value,
+        channel: &Channel<'_>,
+    ) -> Result<ToolResult, CallError> {
         let Some(observer) = self.observer.as_deref() else {
             let entry = self.entry(name, false).await?;
             return self
-                .call_entry(&entry, name, args, &mut Facts::default())
+                .call_entry(&entry, name, args, channel, &mut Facts::default())
                 .await;
         };
         let mut watch = observer.watch(name, &args);
@@ -303,7 +328,7 @@ impl Registry {
         watch.found(entry.tool().as_ref(), self.stats.get(name));
         let notes = watch.notes();
         let result = notes
-            .around(self.call_entry(&entry, name, args, &mut watch.facts))
+            .around(self.call_entry(&entry, name, args, channel, &mut watch.facts))
             .await;
         watch.finish(&result);
         result
@@ -315,6 +340,7 @@ impl Registry {
         entry: &CheckedTool,
         name: &str,
         args: Value,
+        channel: &Channel<'_>,
         facts: &mut Facts,
     ) -> Result<ToolResult, CallError> {
         if !args.is_object() {
@@ -344,6 +370,32 @@ impl Registry {
                 return Ok(Err(ToolError::Failed(error)));
             }
             facts.approval = Approval::Allow;
+        }
+        if let Some(consent) = &self.consent {
+            match consent
+                .decide(entry.tool().as_ref(), &args, hints, channel)
+                .await
+            {
+                Verdict::Run(outcome) => facts.consent = Some(outcome),
+                Verdict::Refuse(outcome, message) => {
+                    tracing::info!(
+                        tool = name,
+                        decision = outcome.as_str(),
+                        "call not approved"
+                    );
+                    facts.consent = Some(outcome);
+                    return Ok(Err(ToolError::Failed(message)));
+                }
+                Verdict::Ask { question, state } => {
+                    facts.consent = Some(crate::consent::Outcome::Asked);
+                    return Err(CallError::InputRequired {
+                        tool: name.to_owned(),
+                        message: question.message,
+                        schema: question.schema,
+                        state,
+                    });
+                }
+            }
         }
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.

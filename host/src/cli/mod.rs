@@ -101,6 +101,11 @@ enum Command {
         #[arg(long, value_name = "DURATION", default_value = "15s",
               value_parser = crate::config::values::parse_duration)]
         shutdown_grace: std::time::Duration,
+        /// Which calls to ask the person about, through their MCP client, for this
+        /// run, over piton.toml's [approve] ask and every tool's approve:
+        /// not-read-only (the default), destructive, open-world, always or never.
+        #[arg(long, value_name = "MODE")]
+        approve: Option<crate::config::approve::AskMode>,
     },
     /// Build a tool project (Rust, Python, JavaScript or C) or a single source file
     /// (tools.py, tools.js, tool.c) into a component, and print its path.
@@ -216,13 +221,14 @@ async fn run(command: Command) -> io::Result<Outcome> {
             allow_host,
             limits,
             shutdown_grace,
+            approve,
         } => {
             let http = http.map(|addr| serve::Http {
                 addr,
                 limits: limits.limits(),
                 allowed_hosts: allow_host,
             });
-            Ok(serve::serve(plugins, http, shutdown_grace).await)
+            Ok(serve::serve(plugins, http, shutdown_grace, approve).await)
         }
         Command::Build { path, out } => {
             Ok(tokio::task::spawn_blocking(move || build::build(path, out))

@@ -97,6 +97,7 @@ pub(super) async fn serve(
     plugins: PluginsArg,
     http: Option<Http>,
     grace: std::time::Duration,
+    approve: Option<crate::config::approve::AskMode>,
 ) -> Outcome {
     // A bad address fails before anything is loaded.
     let listener = match http {
@@ -112,7 +113,7 @@ pub(super) async fn serve(
     let Some(loader) = loader(plugins) else {
         return Outcome::Usage;
     };
-    let loader = Arc::new(loader);
+    let loader = Arc::new(loader.with_consent(crate::consent::Keeper::new(approve)));
     // A folder is watched (bundled plugins cannot change), from before it is loaded
     // so that no change is missed. A reload loads as at start-up, from the folder
     // found then, on the same runtime and upstream connections.

@@ -15,10 +15,76 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::values::parse_duration;
-use crate::consent::AskMode;
+
+/// When a call is asked about before it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AskMode {
+    /// Every call that is not (reliably) read-only: the seed's `AllowByReadOnly`.
+    #[default]
+    NotReadOnly,
+    /// Calls that may delete or overwrite (destructive and not read-only).
+    Destructive,
+    /// Calls that may reach the open world (hosts not named in advance).
+    OpenWorld,
+    /// Every call.
+    Always,
+    /// No call: the person chose to trust every tool with what it is granted.
+    Never,
+}
+
+impl AskMode {
+    /// The words piton.toml and `--approve` take.
+    pub const NAMES: [&'static str; 5] = [
+        "not-read-only",
+        "destructive",
+        "open-world",
+        "always",
+        "never",
+    ];
+
+    /// The mode a word names, or an error listing the words.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "not-read-only" => Ok(Self::NotReadOnly),
+            "destructive" => Ok(Self::Destructive),
+            "open-world" => Ok(Self::OpenWorld),
+            "always" => Ok(Self::Always),
+            "never" => Ok(Self::Never),
+            other => Err(format!(
+                "{other:?} is not an approval mode; use one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// The word for this mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotReadOnly => "not-read-only",
+            Self::Destructive => "destructive",
+            Self::OpenWorld => "open-world",
+            Self::Always => "always",
+            Self::Never => "never",
+        }
+    }
+}
+
+impl std::fmt::Display for AskMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for AskMode {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::parse(text)
+    }
+}
 
 /// The environment variable an approval key may come from.
 pub const KEY_VAR: &str = "PITON_APPROVAL_KEY";
@@ -117,15 +183,13 @@ impl ApproveSettings {
                 ));
             }
             (Some(key), None) => {
-                crate::consent::ApprovalKey::from_secret(key.trim().as_bytes())
-                    .map_err(|m| ("approve.key".to_owned(), m))?;
+                check_key(key.trim().as_bytes()).map_err(|m| ("approve.key".to_owned(), m))?;
                 KeySource::Given(key)
             }
             (None, Some(file)) => KeySource::File(base.join(file)),
             (None, None) => match env(KEY_VAR) {
                 Some(key) => {
-                    crate::consent::ApprovalKey::from_secret(key.trim().as_bytes())
-                        .map_err(|m| (KEY_VAR.to_owned(), m))?;
+                    check_key(key.trim().as_bytes()).map_err(|m| (KEY_VAR.to_owned(), m))?;
                     KeySource::Given(key)
                 }
                 None => KeySource::Random,
@@ -135,24 +199,17 @@ impl ApproveSettings {
     }
 }
 
-impl KeySource {
-    /// The key: read from its file now, or made for this process.
-    pub fn key(&self) -> Result<crate::consent::ApprovalKey, String> {
-        match self {
-            Self::Random => Ok(crate::consent::ApprovalKey::random()),
-            Self::Given(text) => crate::consent::ApprovalKey::from_secret(text.trim().as_bytes()),
-            Self::File(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    format!(
-                        "approve.key_file: cannot read {}: {e}; make one with `head -c 32 \
-                         /dev/urandom | base64 > {}`",
-                        path.display(),
-                        path.display()
-                    )
-                })?;
-                crate::consent::ApprovalKey::from_secret(text.trim().as_bytes())
-                    .map_err(|m| format!("approve.key_file {}: {m}", path.display()))
-            }
-        }
+/// The least key length taken: HMAC-SHA-256's block of security.
+pub const MIN_KEY_BYTES: usize = 32;
+
+/// Whether `secret` can be an approval key: at least [`MIN_KEY_BYTES`] bytes.
+pub fn check_key(secret: &[u8]) -> Result<(), String> {
+    if secret.len() < MIN_KEY_BYTES {
+        return Err(format!(
+            "the approval key is {} bytes; it needs at least {MIN_KEY_BYTES} (make one with \
+             `head -c 32 /dev/urandom | base64`)",
+            secret.len()
+        ));
     }
+    Ok(())
 }

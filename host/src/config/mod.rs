@@ -97,7 +97,7 @@ pub struct ToolConfig {
     /// served with these settings; see [`crate::name_claims`].
     pub from: Option<String>,
     /// `approve = "…"`: when this tool's calls are asked about, over `[approve] ask`.
-    pub approve: Option<crate::consent::AskMode>,
+    pub approve: Option<self::approve::AskMode>,
 }
 
 /// A piton.toml that cannot be used.
@@ -291,7 +291,7 @@ fn parse_tool(
     }
     let approve = raw
         .approve
-        .map(|mode| crate::consent::AskMode::parse(&mode).map_err(|m| (at("approve"), m)))
+        .map(|mode| self::approve::AskMode::parse(&mode).map_err(|m| (at("approve"), m)))
         .transpose()?;
     Ok(ToolConfig {
         grants: Grants {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::allow::Allowances;
 use super::form::{args_digest, args_shown, grants_digest, grants_shown};
-use super::policy::{AskMode, AskReason};
+use super::policy::{AskMode, AskReason, asks};
 use super::state::{Sealer, StateError, Subject};
 use crate::grants::{Capabilities, Grants};
 use crate::tool::{Args, Tool};
@@ -85,6 +85,27 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in the order of their words.
+    pub const ALL: [Outcome; 9] = [
+        Self::NotAsked,
+        Self::Asked,
+        Self::AllowedOnce,
+        Self::AllowedForAWhile,
+        Self::AllowedEarlier,
+        Self::Denied,
+        Self::Cancelled,
+        Self::CouldNotAsk,
+        Self::Tampered,
+    ];
+
+    /// Whether the call runs.
+    pub fn runs(self) -> bool {
+        matches!(
+            self,
+            Self::NotAsked | Self::AllowedOnce | Self::AllowedForAWhile | Self::AllowedEarlier
+        )
+    }
+
     /// The word in the audit log and in `piton_approvals_total{decision}`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -124,6 +145,7 @@ pub struct Consent {
     ask: AskMode,
     per_tool: BTreeMap<String, AskMode>,
     allow_for: Duration,
+    answer_within: Duration,
     sealer: Arc<Sealer>,
     allowances: Arc<Allowances>,
     /// Wording of the refusal: where the mode came from.
@@ -137,6 +159,7 @@ impl Consent {
         ask: AskMode,
         per_tool: BTreeMap<String, AskMode>,
         allow_for: Duration,
+        answer_within: Duration,
         sealer: Arc<Sealer>,
         allowances: Arc<Allowances>,
     ) -> Self {
@@ -144,6 +167,7 @@ impl Consent {
             ask,
             per_tool,
             allow_for,
+            answer_within,
             sealer,
             allowances,
             forced: false,
@@ -159,6 +183,17 @@ impl Consent {
         self
     }
 
+    /// How long a question stays open: a session's `elicitation/create` waits this
+    /// long for the answer.
+    pub fn answer_within(&self) -> Duration {
+        self.answer_within
+    }
+
+    /// Forgets what was allowed for a while in `scope` (its session ended).
+    pub fn forget(&self, scope: &str) {
+        self.allowances.forget(scope);
+    }
+
     /// The mode for `tool` (a served name).
     pub fn mode_for(&self, tool: &str) -> AskMode {
         self.per_tool.get(tool).copied().unwrap_or(self.ask)
@@ -166,9 +201,12 @@ impl Consent {
 
     /// Whether any call of `tool` can be asked about: its own hints bound every call's.
     pub fn may_ask(&self, tool: &dyn Tool) -> bool {
-        self.mode_for(&tool.spec().name)
-            .asks(tool.hints(), tool.hints_trust().is_reliable())
-            .is_some()
+        asks(
+            self.mode_for(&tool.spec().name),
+            tool.hints(),
+            tool.hints_trust().is_reliable(),
+        )
+        .is_some()
     }
 
     /// What becomes of one call of `tool` with `args` and the call's `hints`, asked
@@ -182,7 +220,7 @@ impl Consent {
     ) -> Verdict {
         let name = &tool.spec().name;
         let mode = self.mode_for(name);
-        let Some(reason) = mode.asks(hints, tool.hints_trust().is_reliable()) else {
+        let Some(reason) = asks(mode, hints, tool.hints_trust().is_reliable()) else {
             return Verdict::Run(Outcome::NotAsked);
         };
         let caps = call_capabilities(tool, hints);
@@ -378,7 +416,7 @@ fn cut(text: &str, max: usize) -> &str {
 
 fn minutes(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs % 60 == 0 {
+    if secs.is_multiple_of(60) {
         let m = secs / 60;
         if m == 1 {
             "minute".into()

@@ -8,9 +8,11 @@
 pub mod allow;
 mod ask;
 pub mod form;
+mod keeper;
 pub mod policy;
 pub mod state;
 
 pub use ask::{CHOICE, Channel, Consent, Elicit, Outcome, QUESTION_KEY, Question, Verdict};
+pub use keeper::Keeper;
 pub use policy::{AskMode, AskReason};
 pub use state::{ApprovalKey, Sealer, StateError, Subject};

@@ -2,24 +2,8 @@
 //! `serve --approve`, read against the hints a call's sandbox holds it to.
 
 use piton_wit::Hints;
-use serde::{Deserialize, Serialize};
 
-/// When a call is asked about before it runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AskMode {
-    /// Every call that is not (reliably) read-only: the seed's `AllowByReadOnly`.
-    #[default]
-    NotReadOnly,
-    /// Calls that may delete or overwrite (destructive and not read-only).
-    Destructive,
-    /// Calls that may reach the open world (hosts not named in advance).
-    OpenWorld,
-    /// Every call.
-    Always,
-    /// No call: the person chose to trust every tool with what it is granted.
-    Never,
-}
+pub use crate::config::approve::AskMode;
 
 /// Why one call is asked about, in words for the person and the audit log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,70 +30,20 @@ impl AskReason {
     }
 }
 
-impl AskMode {
-    /// The words piton.toml and `--approve` take.
-    pub const NAMES: [&'static str; 5] = [
-        "not-read-only",
-        "destructive",
-        "open-world",
-        "always",
-        "never",
-    ];
-
-    /// The mode a word names, or an error listing the words.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "not-read-only" => Ok(Self::NotReadOnly),
-            "destructive" => Ok(Self::Destructive),
-            "open-world" => Ok(Self::OpenWorld),
-            "always" => Ok(Self::Always),
-            "never" => Ok(Self::Never),
-            other => Err(format!(
-                "{other:?} is not an approval mode; use one of {}",
-                Self::NAMES.join(", ")
-            )),
+/// Why a call with `hints` is asked about under this mode, or `None` when it runs
+/// without asking. Hints that are not `trusted` (an upstream server's own claim
+/// without `trust_hints`, a sandbox whose grants let the tool past its hints)
+/// count as the worst case: not read-only, destructive, open world.
+pub fn asks(mode: AskMode, hints: Hints, trusted: bool) -> Option<AskReason> {
+    let hints = if trusted { hints } else { Hints::worst() };
+    match mode {
+        AskMode::Never => None,
+        AskMode::Always => Some(AskReason::Always),
+        AskMode::NotReadOnly => (!hints.is_read_only()).then_some(AskReason::NotReadOnly),
+        AskMode::Destructive => {
+            (!hints.is_read_only() && hints.is_destructive()).then_some(AskReason::Destructive)
         }
-    }
-
-    /// The word for this mode.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotReadOnly => "not-read-only",
-            Self::Destructive => "destructive",
-            Self::OpenWorld => "open-world",
-            Self::Always => "always",
-            Self::Never => "never",
-        }
-    }
-
-    /// Why a call with `hints` is asked about under this mode, or `None` when it runs
-    /// without asking. Hints that are not `trusted` (an upstream server's own claim
-    /// without `trust_hints`, a sandbox whose grants let the tool past its hints)
-    /// count as the worst case: not read-only, destructive, open world.
-    pub fn asks(self, hints: Hints, trusted: bool) -> Option<AskReason> {
-        let hints = if trusted { hints } else { Hints::worst() };
-        match self {
-            Self::Never => None,
-            Self::Always => Some(AskReason::Always),
-            Self::NotReadOnly => (!hints.is_read_only()).then_some(AskReason::NotReadOnly),
-            Self::Destructive => {
-                (!hints.is_read_only() && hints.is_destructive()).then_some(AskReason::Destructive)
-            }
-            Self::OpenWorld => hints.is_open_world().then_some(AskReason::OpenWorld),
-        }
-    }
-}
-
-impl std::fmt::Display for AskMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for AskMode {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        Self::parse(text)
+        AskMode::OpenWorld => hints.is_open_world().then_some(AskReason::OpenWorld),
     }
 }
 
@@ -134,7 +68,7 @@ mod tests {
             (AskMode::Never, [false, false, false, false]),
         ];
         for (mode, expected) in cases {
-            let got = [reader, fetcher, writer(), deleter].map(|h| mode.asks(h, true).is_some());
+            let got = [reader, fetcher, writer(), deleter].map(|h| asks(mode, h, true).is_some());
             assert_eq!(got, expected, "{mode}");
         }
     }
@@ -147,10 +81,10 @@ mod tests {
             AskMode::Destructive,
             AskMode::OpenWorld,
         ] {
-            assert!(mode.asks(claims_read_only, true).is_none(), "{mode}");
-            assert!(mode.asks(claims_read_only, false).is_some(), "{mode}");
+            assert!(asks(mode, claims_read_only, true).is_none(), "{mode}");
+            assert!(asks(mode, claims_read_only, false).is_some(), "{mode}");
         }
-        assert!(AskMode::Never.asks(claims_read_only, false).is_none());
+        assert!(asks(AskMode::Never, claims_read_only, false).is_none());
     }
 
     #[test]

@@ -17,8 +17,6 @@ const VERSION: u8 = 1;
 /// What the MAC covers besides the payload, so a MAC made for anything else with the
 /// same key never passes for an approval.
 const DOMAIN: &[u8] = b"piton approval state v1\0";
-/// The least key length taken: HMAC-SHA-256's block of security.
-pub const MIN_KEY_BYTES: usize = 32;
 /// A state longer than this is not one piton made (a tool name is at most 64 bytes).
 const MAX_STATE_CHARS: usize = 512;
 
@@ -33,15 +31,10 @@ impl std::fmt::Debug for ApprovalKey {
 }
 
 impl ApprovalKey {
-    /// A key from a secret of at least [`MIN_KEY_BYTES`] bytes.
+    /// A key from a secret of at least
+    /// [`MIN_KEY_BYTES`](crate::config::approve::MIN_KEY_BYTES) bytes.
     pub fn from_secret(secret: &[u8]) -> Result<Self, String> {
-        if secret.len() < MIN_KEY_BYTES {
-            return Err(format!(
-                "the approval key is {} bytes; it needs at least {MIN_KEY_BYTES} (make one with \
-                 `head -c 32 /dev/urandom | base64`)",
-                secret.len()
-            ));
-        }
+        crate::config::approve::check_key(secret)?;
         Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, secret)))
     }
 

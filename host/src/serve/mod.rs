@@ -7,6 +7,7 @@
 //! without cutting calls short (stop.rs).
 
 mod answer;
+mod ask;
 mod http;
 mod served;
 mod session;
