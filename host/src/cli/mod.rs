@@ -189,7 +189,7 @@ fn init_logging(verbose: u8) {
 async fn run(command: Command) -> io::Result<Outcome> {
     match command {
         Command::List { plugins, json } => {
-            on_registry(plugins, |registry| async move {
+            on_registry(plugins, false, |registry| async move {
                 list::list(&registry, json).await
             })
             .await
@@ -200,7 +200,7 @@ async fn run(command: Command) -> io::Result<Outcome> {
             plugins,
             image_dir,
         } => {
-            on_registry(plugins, |registry| async move {
+            on_registry(plugins, false, |registry| async move {
                 call::call(&registry, &name, args.as_deref(), image_dir).await
             })
             .await
@@ -210,7 +210,8 @@ async fn run(command: Command) -> io::Result<Outcome> {
             plugins,
             json,
         } => {
-            on_registry(plugins, |registry| async move {
+            // With the policy `serve` follows, to show what its calls will be asked about.
+            on_registry(plugins, true, |registry| async move {
                 inspect::inspect(&registry, &name, json).await
             })
             .await
@@ -241,16 +242,20 @@ async fn run(command: Command) -> io::Result<Outcome> {
     }
 }
 
-/// Loads the tools `arg` names, runs `command` on them, then closes the upstream
-/// connections (so stdio servers end before piton does).
-async fn on_registry<F, Fut>(arg: PluginsArg, command: F) -> io::Result<Outcome>
+/// Loads the tools `arg` names (with `consent`, the policy `serve` follows), runs
+/// `command` on them, then closes the upstream connections (so stdio servers end
+/// before piton does).
+async fn on_registry<F, Fut>(arg: PluginsArg, consent: bool, command: F) -> io::Result<Outcome>
 where
     F: FnOnce(Registry) -> Fut,
     Fut: Future<Output = io::Result<Outcome>>,
 {
-    let Some(loader) = loader(arg) else {
+    let Some(mut loader) = loader(arg) else {
         return Ok(Outcome::Usage);
     };
+    if consent {
+        loader = loader.with_consent(crate::consent::Keeper::new(None));
+    }
     // Ctrl-C or SIGTERM stops the command, not the process: the upstream servers are
     // still closed below (a stdio server that does not end when its input closes
     // would otherwise outlive piton).

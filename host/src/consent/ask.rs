@@ -371,6 +371,39 @@ impl Consent {
         Question { message, schema }
     }
 
+    /// What `piton serve` will ask about `tool`'s calls, in words (`piton inspect`).
+    pub fn describe(&self, tool: &dyn Tool) -> String {
+        let name = &tool.spec().name;
+        let mode = self.mode_for(name);
+        let set_by = self.set_by(name, mode);
+        let trust = tool.hints_trust();
+        match asks(mode, tool.hints(), trust.is_reliable()) {
+            None => format!("never asked ({set_by})"),
+            Some(reason) => {
+                let mut text = format!("asked before each call ({set_by}): {}", reason.as_str());
+                if !trust.is_reliable() {
+                    text.push_str(&format!(
+                        "; its hints are {}, so every call counts as the worst case",
+                        trust.as_str()
+                    ));
+                } else if mode != AskMode::Always {
+                    text.push_str("; a call its hints-for narrows past that is not asked");
+                }
+                text
+            }
+        }
+    }
+
+    fn set_by(&self, name: &str, mode: AskMode) -> String {
+        if self.forced {
+            format!("serve --approve {mode}")
+        } else if self.per_tool.contains_key(name) {
+            format!("piton.toml [tools.{name}] approve = \"{mode}\"")
+        } else {
+            format!("piton.toml [approve] ask = \"{mode}\"")
+        }
+    }
+
     fn cannot_ask(&self, name: &str, mode: AskMode, reason: AskReason) -> String {
         let set_by = if self.forced {
             format!("serve --approve {mode}")
