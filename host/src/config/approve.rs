@@ -167,10 +167,10 @@ impl ApproveSettings {
         if let Some(text) = raw.answer_within {
             let within =
                 parse_duration(&text).map_err(|m| ("approve.answer_within".to_owned(), m))?;
-            if within < Duration::from_secs(10) {
+            if within < Duration::from_secs(1) {
                 return Err((
                     "approve.answer_within".into(),
-                    format!("{text:?} leaves a person no time to answer: give at least \"10s\""),
+                    format!("{text:?} leaves a person no time to answer: give at least \"1s\""),
                 ));
             }
             settings.answer_within = within;

@@ -25,6 +25,8 @@ const OTHER_KEY: &str = "another-replica-key-0123456789abcdefghijk";
 /// writing, and `extra` added to its piton.toml.
 struct Setup {
     dir: tempfile::TempDir,
+    /// The folder granted: outside the plugins folder, which no tool may write.
+    data: tempfile::TempDir,
 }
 
 impl Setup {
@@ -33,15 +35,16 @@ impl Setup {
         std::fs::copy(plugins::FILES, dir.path().join("files.wasm")).expect("copy files");
         std::fs::copy(plugins::WORD_COUNT, dir.path().join("word_count.wasm"))
             .expect("copy word_count");
-        std::fs::create_dir(dir.path().join("data")).expect("data folder");
-        let setup = Self { dir };
+        let data = tempfile::tempdir().expect("a data folder");
+        let setup = Self { dir, data };
         setup.write_toml(extra);
         setup
     }
 
     fn write_toml(&self, extra: &str) {
         let toml = format!(
-            "[tools.files]\nmounts = [{{ host = \"./data\", guest = \"/data\", mode = \"write\" }}]\n{extra}"
+            "[tools.files]\nmounts = [{{ host = {:?}, guest = \"/data\", mode = \"write\" }}]\n{extra}",
+            self.data.path()
         );
         std::fs::write(self.dir.path().join("piton.toml"), toml).expect("piton.toml");
     }
@@ -51,7 +54,7 @@ impl Setup {
     }
 
     fn data(&self, name: &str) -> PathBuf {
-        self.dir.path().join("data").join(name)
+        self.data.path().join(name)
     }
 
     fn stdio(&self) -> [&OsStr; 4] {
@@ -283,7 +286,7 @@ fn refused_with(result: &Value, words: &str) {
 
 #[test]
 fn tampered_retries_are_refused_and_replicas_with_the_key_accept_each_other() {
-    let setup = Setup::new("[approve]\nanswer_within = \"2s\"\n");
+    let setup = Setup::new("");
     let a = setup.http(KEY);
     let b = setup.http(KEY);
     let other = setup.http(OTHER_KEY);
@@ -318,12 +321,14 @@ fn tampered_retries_are_refused_and_replicas_with_the_key_accept_each_other() {
     assert_eq!(done["isError"], false, "{done:#}");
     assert!(setup.data("approved").exists());
     refused_with(&round(&b.url, &call, &state, "allow_once"), "already used");
-    // Expired.
+    // Expired: a question open for 1 s, answered after 3.
+    let brief = Setup::new("[approve]\nanswer_within = \"1s\"\n");
+    let server = brief.http(KEY);
     let late = create("late");
-    let state = state_of(&round(&a.url, &late, "-", "-"));
-    std::thread::sleep(std::time::Duration::from_millis(3_100));
-    refused_with(&round(&a.url, &late, &state, "allow_once"), "expired");
-    assert!(!setup.data("late").exists());
+    let state = state_of(&round(&server.url, &late, "-", "-"));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    refused_with(&round(&server.url, &late, &state, "allow_once"), "expired");
+    assert!(!brief.data("late").exists());
 }
 
 #[test]

@@ -266,8 +266,16 @@ impl HttpServer {
     /// `listening on URL` on stderr.
     pub(crate) fn start(plugins: &Path) -> Self {
         let mut command = piton();
+        // Nobody is asked before a call here: consent has its own tests (consent.rs).
         command
-            .args(["serve", "--http", "127.0.0.1:0", "--plugins"])
+            .args([
+                "serve",
+                "--approve",
+                "never",
+                "--http",
+                "127.0.0.1:0",
+                "--plugins",
+            ])
             .arg(plugins);
         Self::start_command(command)
     }
