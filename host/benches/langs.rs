@@ -16,7 +16,7 @@ use piton_host::Limits;
 use piton_host::Registry;
 use piton_host::build::{Lang, Toolchains};
 use piton_host::config::ToolConfig;
-use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
+use piton_host::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
 use serde_json::json;
 
 #[path = "support/mod.rs"]
@@ -172,7 +172,7 @@ fn runtime(cache_dir: Option<PathBuf>) -> WasmRuntime {
 
 async fn load(runtime: &WasmRuntime, wasm: &Path) -> WasmTool {
     let mut tools = runtime
-        .load_file_tools(wasm)
+        .load(LoadFrom::File(wasm.into()), None)
         .await
         .expect("the component loads");
     let at = tools

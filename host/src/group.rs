@@ -10,9 +10,32 @@ use tokio::sync::watch;
 
 use crate::error::CallError;
 use crate::limits::Limits;
-use crate::schema::InputSchema;
+use crate::schema::{InputSchema, SchemaError};
 use crate::source::ToolSource;
-use crate::tool::{DynTool, ToolError, ToolSpec, check_spec_size, check_tool_name};
+use crate::tool::{
+    DynTool, SpecSizeError, ToolError, ToolNameError, ToolSpec, check_spec_size, check_tool_name,
+};
+
+/// Why a tool cannot join a registry: its spec breaks a rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// Its name is not a tool name.
+    #[error(transparent)]
+    Name(#[from] ToolNameError),
+    /// Its description or input schema is too long.
+    #[error(transparent)]
+    Size(#[from] SpecSizeError),
+    /// Its input schema is not one a tool can have.
+    #[error("tool `{tool}`: {error}")]
+    Schema {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong with the schema.
+        #[source]
+        error: SchemaError,
+    },
+}
 
 /// A tool that passed the registry's checks, with its input schema compiled once.
 pub struct CheckedTool {
@@ -40,18 +63,18 @@ impl CheckedTool {
     /// description and input schema fit [`check_spec_size`], and its input schema is
     /// an object schema (every call is checked against all of it). The error says
     /// what is wrong.
-    pub fn new(tool: DynTool) -> Result<Self, String> {
+    pub fn new(tool: DynTool) -> Result<Self, SpecError> {
         Self::check(tool, SchemaCheck::Whole)
     }
 
     /// [`CheckedTool::new`] for a tool that checks its own arguments (an MCP server
     /// does): a call is checked only for the input schema's required properties, as
     /// the server's schema may use what this host's validator does not know.
-    pub fn checking_required_only(tool: DynTool) -> Result<Self, String> {
+    pub fn checking_required_only(tool: DynTool) -> Result<Self, SpecError> {
         Self::check(tool, SchemaCheck::RequiredOnly)
     }
 
-    fn check(tool: DynTool, check: SchemaCheck) -> Result<Self, String> {
+    fn check(tool: DynTool, check: SchemaCheck) -> Result<Self, SpecError> {
         let schema = checked_spec(tool.spec(), check)?;
         Ok(Self {
             tool,
@@ -60,7 +83,7 @@ impl CheckedTool {
     }
 
     /// Checks `spec` as [`CheckedTool::new`] checks a tool's (`piton check` uses it).
-    pub(crate) fn check_spec(spec: &ToolSpec) -> Result<(), String> {
+    pub(crate) fn check_spec(spec: &ToolSpec) -> Result<(), SpecError> {
         checked_spec(spec, SchemaCheck::Whole).map(drop)
     }
 
@@ -111,14 +134,17 @@ impl CheckedTool {
 }
 
 /// `spec`'s name and sizes checked, and its input schema compiled.
-fn checked_spec(spec: &ToolSpec, check: SchemaCheck) -> Result<InputSchema, String> {
+fn checked_spec(spec: &ToolSpec, check: SchemaCheck) -> Result<InputSchema, SpecError> {
     check_tool_name(&spec.name)?;
     check_spec_size(&spec.description, spec.input_schema.to_string().len())?;
     match check {
         SchemaCheck::Whole => InputSchema::new(&spec.input_schema),
         SchemaCheck::RequiredOnly => InputSchema::required_only(&spec.input_schema),
     }
-    .map_err(|e| format!("tool `{}`: {e}", spec.name))
+    .map_err(|error| SpecError::Schema {
+        tool: spec.name.clone(),
+        error,
+    })
 }
 
 /// The tools of a group, as listed.
@@ -170,23 +196,34 @@ pub trait ToolGroup: Send + Sync {
 /// A shared tool group.
 pub type DynGroup = Arc<dyn ToolGroup>;
 
+/// A group name that would make the `__` in `{group}__{tool}` ambiguous: what was
+/// given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupNameError {
+    /// Empty, or a character other than a letter, digit, `-` or `_`.
+    #[error("name {0:?} is not allowed: use letters, digits, '-' and single '_'")]
+    Characters(String),
+    /// `__` in it, or `_` at its end.
+    #[error(
+        "name {0:?} is not allowed: no \"__\" and no trailing '_' (its tools are named \
+         {0}__TOOL)"
+    )]
+    Underscores(String),
+}
+
 /// Checks a group's name: letters, digits, `-` and single `_`, so that the `__` in
 /// `{group}__{tool}` is unambiguous.
-pub fn check_group_name(name: &str) -> Result<(), String> {
+pub fn check_group_name(name: &str) -> Result<(), GroupNameError> {
     let chars_ok = !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if !chars_ok {
-        return Err(format!(
-            "name {name:?} is not allowed: use letters, digits, '-' and single '_'"
-        ));
+        return Err(GroupNameError::Characters(name.to_owned()));
     }
     if name.contains("__") || name.ends_with('_') {
-        return Err(format!(
-            "name {name:?} is not allowed: no \"__\" and no trailing '_' (its tools are \
-             named {name}__TOOL)"
-        ));
+        return Err(GroupNameError::Underscores(name.to_owned()));
     }
     Ok(())
 }

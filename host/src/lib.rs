@@ -60,12 +60,17 @@ pub mod wasm;
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use config::audit::{AuditSettings, AuditTo};
 pub use error::{Bound, CallError, LoadError, LoadErrorKind, Trap};
-pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup, check_group_name};
+pub use group::{
+    CheckedTool, DynGroup, GroupNameError, GroupTools, SpecError, ToolGroup, check_group_name,
+};
 pub use limits::{Limits, OnTrap, format_size};
 pub use piton_wit::{Hints, HintsError};
 pub use registry::{Listing, Registry};
+pub use schema::SchemaError;
+pub use schema_cost::CostError;
 pub use source::ToolSource;
 pub use tool::{
     Args, ComponentInfo, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION, MAX_INPUT_SCHEMA,
-    SandboxReport, Tool, ToolError, ToolResult, ToolSpec, check_spec_size, check_tool_name,
+    SandboxReport, SpecSizeError, Tool, ToolError, ToolNameError, ToolResult, ToolSpec,
+    check_spec_size, check_tool_name,
 };

@@ -444,7 +444,9 @@ impl Loader {
             kind: LoadErrorKind::Invalid(format!("piton.toml [tools.{name}]: {message}")),
         };
         let tool = tool.configured(settings).map_err(invalid)?;
-        protected.check(tool.grants()).map_err(invalid)?;
+        protected
+            .check(tool.grants())
+            .map_err(|e| invalid(e.to_string()))?;
         self.fits_the_pool(tool)
     }
 
@@ -560,7 +562,7 @@ impl Loader {
                 }
                 let server = UpstreamServer::from_config(name, section).map_err(|e| LoadError {
                     plugin: ToolSource::Mcp(name.clone()),
-                    kind: LoadErrorKind::Invalid(e.message),
+                    kind: LoadErrorKind::Invalid(e.problem.to_string()),
                 })?;
                 known.insert(name.clone(), (section.clone(), server.clone()));
                 Ok(server)

@@ -32,19 +32,25 @@ use crate::error::{Bound, LoadError, LoadErrorKind};
 use crate::source::ToolSource;
 use crate::tool::Tool;
 
+/// A `from` value that is not a plugins folder file name ending in `.wasm`: what
+/// was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a file name ending in .wasm; from names the plugins folder's file whose \
+     tool gets this section, by its file name alone, such as from = \"read_env.wasm\""
+)]
+pub struct NotAPluginFile(pub String);
+
 /// `Ok` when `file`, a `from` value, names a file of the plugins folder by its file
 /// name, ending in `.wasm`; else what to write.
-pub(crate) fn check_from(file: &str) -> Result<(), String> {
+pub(crate) fn check_from(file: &str) -> Result<(), NotAPluginFile> {
     let path = Path::new(file);
     let plain = path.file_name().is_some_and(|f| f == path.as_os_str())
         && path.extension().is_some_and(|e| e == "wasm");
     if plain {
         return Ok(());
     }
-    Err(format!(
-        "{file:?} is not a file name ending in .wasm; from names the plugins folder's file \
-         whose tool gets this section, by its file name alone, such as from = \"read_env.wasm\""
-    ))
+    Err(NotAPluginFile(file.to_owned()))
 }
 
 /// The tools of `tools` (every component read, in file order) whose declared names
@@ -161,8 +167,16 @@ mod tests {
             "a.wasm/",
             ".",
         ] {
-            let error = check_from(bad).expect_err(bad);
-            assert!(error.contains("ending in .wasm"), "{bad}: {error}");
+            assert_eq!(
+                check_from(bad),
+                Err(NotAPluginFile(bad.to_owned())),
+                "{bad}"
+            );
         }
+        let shown = NotAPluginFile("d/a.wasm".into()).to_string();
+        assert!(
+            shown.starts_with("\"d/a.wasm\" is not a file name ending in .wasm"),
+            "{shown}"
+        );
     }
 }

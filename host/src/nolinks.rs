@@ -40,19 +40,7 @@ impl NoLinks {
     pub(crate) fn for_mount(&self, path: &Path) -> String {
         match self {
             Self::Link { link, target } => {
-                let real = match path.canonicalize() {
-                    Ok(real) => format!(" ({})", real.display()),
-                    Err(_) => String::new(),
-                };
-                format!(
-                    "{} passes through the symbolic link {} (-> {}); piton follows no link in \
-                     a mount's path, since a tool that may write where the link is could have \
-                     made it to lead the grant elsewhere; point the grant at the real \
-                     folder{real}",
-                    path.display(),
-                    link.display(),
-                    target.display(),
-                )
+                LinkInPath::new(path, link.clone(), target.clone()).to_string()
             }
             Self::Io { at, error } => format!(
                 "{} cannot be used ({}: {error}); create the folder or fix the path",
@@ -63,27 +51,84 @@ impl NoLinks {
     }
 }
 
+/// A mount's folder whose path passes through a symbolic link.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} passes through the symbolic link {} (-> {}); piton follows no link in a mount's path, \
+     since a tool that may write where the link is could have made it to lead the grant \
+     elsewhere; point the grant at the real folder{}",
+    .path.display(),
+    .link.display(),
+    .target.display(),
+    .real.as_ref().map(|real| format!(" ({})", real.display())).unwrap_or_default()
+)]
+pub struct LinkInPath {
+    /// The mount's folder, as granted.
+    pub path: PathBuf,
+    /// The link: the path up to and with it.
+    pub link: PathBuf,
+    /// What it points to, as written in it.
+    pub target: PathBuf,
+    /// The folder the path leads to through the link, if it exists.
+    pub real: Option<PathBuf>,
+}
+
+impl LinkInPath {
+    /// `path`'s link `link` to `target`, with the folder it leads to now.
+    pub(crate) fn new(path: &Path, link: PathBuf, target: PathBuf) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            link,
+            target,
+            real: path.canonicalize().ok(),
+        }
+    }
+}
+
 /// The folder of a mount written `given` in piton.toml, made absolute: as walked
 /// without links, or, when a link is met, as given (the tool is then refused at load
 /// by [`crate::protected::Protected::check`], which stops that tool and not every
 /// tool of the file); an error naming the fix when it cannot be used at all.
-pub(crate) fn mount_host(given: &Path) -> Result<PathBuf, String> {
+pub(crate) fn mount_host(given: &Path) -> Result<PathBuf, MountError> {
     match real_folder(given) {
         Ok(real) => Ok(real),
         Err(NoLinks::Link { .. }) => {
             Ok(std::path::absolute(given).unwrap_or_else(|_| given.to_path_buf()))
         }
-        Err(NoLinks::Io { .. }) if given.is_file() => Err(format!(
-            "{} is not a folder; mount a folder",
-            given.display()
-        )),
-        Err(NoLinks::Io { at, error }) => Err(format!(
-            "{} cannot be used ({}: {error}); create the folder or fix the path (relative \
-             paths are relative to piton.toml)",
-            given.display(),
-            at.display()
-        )),
+        Err(NoLinks::Io { .. }) if given.is_file() => {
+            Err(MountError::NotAFolder(given.to_path_buf()))
+        }
+        Err(NoLinks::Io { at, error }) => Err(MountError::Unusable {
+            given: given.to_path_buf(),
+            at,
+            error,
+        }),
     }
+}
+
+/// Why a mount's host folder cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// The path is a file.
+    #[error("{} is not a folder; mount a folder", .0.display())]
+    NotAFolder(PathBuf),
+    /// A part of the path is missing, not a folder, or not permitted.
+    #[error(
+        "{} cannot be used ({}: {error}); create the folder or fix the path (relative paths \
+         are relative to piton.toml)",
+        .given.display(),
+        .at.display()
+    )]
+    Unusable {
+        /// The path as written, joined to piton.toml's folder.
+        given: PathBuf,
+        /// The path up to and with the part that failed.
+        at: PathBuf,
+        /// Why that part failed.
+        #[source]
+        error: std::io::Error,
+    },
 }
 
 /// `path` made absolute, with each part checked to be a folder and no link: the

@@ -29,8 +29,48 @@
 
 use std::path::{Component, Path, PathBuf};
 
+pub use crate::nolinks::LinkInPath;
+
 use crate::grants::{Grants, MountMode};
 use crate::nolinks::NoLinks;
+
+/// A tool's grants that piton refuses: a mount (by its index in the grants'
+/// mounts) whose path passes through a symbolic link, or a "write" mount that
+/// reaches a protected place.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtectedError {
+    /// The mount's path passes through a symbolic link.
+    #[error("mounts[{index}]: {link}")]
+    Link {
+        /// The mount's index.
+        index: usize,
+        /// The link.
+        #[source]
+        link: LinkInPath,
+    },
+    /// The "write" mount holds, lies inside or is on the way to a protected place.
+    #[error(
+        "mounts[{index}]: {} is granted mode = \"write\" and {how} {what} {}, which piton \
+         protects: a call could change what piton loads or trusts; grant it mode = \"read\", \
+         or mount a folder that neither holds nor lies inside {}",
+        .mount.display(),
+        .place.display(),
+        .place.display()
+    )]
+    Write {
+        /// The mount's index.
+        index: usize,
+        /// Its folder, as granted.
+        mount: PathBuf,
+        /// "holds", "lies inside" or "is on the way to".
+        how: &'static str,
+        /// What the place is, such as "the plugins folder".
+        what: String,
+        /// The place.
+        place: PathBuf,
+    },
+}
 
 /// The places piton loads or trusts, each with its absolute path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -73,26 +113,25 @@ impl Protected {
     /// `nolinks.rs`) and no "write" mount holds, lies inside or leads to a
     /// protected place; else what is wrong and the fix, naming the mount (by its index
     /// in `grants.mounts`) and the link or the place.
-    pub fn check(&self, grants: &Grants) -> Result<(), String> {
+    pub fn check(&self, grants: &Grants) -> Result<(), ProtectedError> {
         for (index, mount) in grants.mounts.iter().enumerate() {
-            if let Err(found @ NoLinks::Link { .. }) = crate::nolinks::real_folder(&mount.host) {
-                return Err(format!("mounts[{index}]: {}", found.for_mount(&mount.host)));
+            if let Err(NoLinks::Link { link, target }) = crate::nolinks::real_folder(&mount.host) {
+                return Err(ProtectedError::Link {
+                    index,
+                    link: LinkInPath::new(&mount.host, link, target),
+                });
             }
         }
         let Some(reach) = self.reached_by(grants) else {
             return Ok(());
         };
-        Err(format!(
-            "mounts[{}]: {} is granted mode = \"write\" and {} {} {}, which piton \
-             protects: a call could change what piton loads or trusts; grant it mode = \
-             \"read\", or mount a folder that neither holds nor lies inside {}",
-            reach.index,
-            reach.mount.display(),
-            reach.how,
-            reach.what,
-            reach.place.display(),
-            reach.place.display(),
-        ))
+        Err(ProtectedError::Write {
+            index: reach.index,
+            mount: reach.mount.to_path_buf(),
+            how: reach.how,
+            what: reach.what.to_owned(),
+            place: reach.place.to_path_buf(),
+        })
     }
 
     /// The first "write" mount of `grants` that holds, lies inside or leads to a
@@ -300,8 +339,13 @@ mod tests {
             let error = protected
                 .check(&grants(&host, MountMode::Write))
                 .unwrap_err();
-            assert!(error.contains(how), "{error}");
-            assert!(error.contains("mode = \"read\""), "{error}");
+            assert!(
+                matches!(&error, ProtectedError::Write { index: 0, how: h, .. } if *h == how),
+                "{error:?}"
+            );
+            let shown = error.to_string();
+            assert!(shown.contains(how), "{shown}");
+            assert!(shown.contains("mode = \"read\""), "{shown}");
             assert!(protected.check(&grants(&host, MountMode::Read)).is_ok());
         }
         let inside = plugins.join("data");
@@ -309,8 +353,13 @@ mod tests {
         let error = protected
             .check(&grants(&inside, MountMode::Write))
             .unwrap_err();
-        assert!(error.contains("lies inside"), "{error}");
-        assert!(error.contains(&plugins.display().to_string()), "{error}");
+        let ProtectedError::Write { how, place, .. } = &error else {
+            panic!("{error:?}")
+        };
+        assert_eq!((*how, place), ("lies inside", &plugins));
+        let shown = error.to_string();
+        assert!(shown.contains("lies inside"), "{shown}");
+        assert!(shown.contains(&plugins.display().to_string()), "{shown}");
 
         let beside = root.join("c");
         std::fs::create_dir(&beside).unwrap();
@@ -333,7 +382,16 @@ mod tests {
         let error = protected
             .check(&grants(&data, MountMode::Write))
             .unwrap_err();
-        assert!(error.contains("is on the way to"), "{error}");
+        assert!(
+            matches!(
+                error,
+                ProtectedError::Write {
+                    how: "is on the way to",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
         // `real` itself is not on the way through the mount.
         let mut protected = Protected::new();
         protected.add("the plugins folder", &real.join("plugins"));
@@ -356,7 +414,16 @@ mod tests {
         let error = protected
             .check(&grants(&root.join("w"), MountMode::Write))
             .unwrap_err();
-        assert!(error.contains("is on the way to"), "{error}");
+        assert!(
+            matches!(
+                error,
+                ProtectedError::Write {
+                    how: "is on the way to",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
         assert!(
             protected
                 .check(&grants(&root.join("w"), MountMode::Read))
@@ -375,18 +442,24 @@ mod tests {
         for mode in [MountMode::Read, MountMode::Write] {
             for host in [root.join("link"), root.join("link/sub")] {
                 let error = protected.check(&grants(&host, mode)).unwrap_err();
-                assert!(error.starts_with("mounts[0]: "), "{error}");
+                let ProtectedError::Link { index: 0, link } = &error else {
+                    panic!("{error:?}")
+                };
+                assert_eq!(link.link, root.join("link"));
+                assert_eq!(link.target, PathBuf::from("real"));
+                let shown = error.to_string();
+                assert!(shown.starts_with("mounts[0]: "), "{shown}");
                 assert!(
-                    error.contains(&format!("symbolic link {}", root.join("link").display())),
-                    "{error}"
+                    shown.contains(&format!("symbolic link {}", root.join("link").display())),
+                    "{shown}"
                 );
                 assert!(
-                    error.contains("point the grant at the real folder"),
-                    "{error}"
+                    shown.contains("point the grant at the real folder"),
+                    "{shown}"
                 );
                 assert!(
-                    error.contains(&root.join("real").display().to_string()),
-                    "{error}"
+                    shown.contains(&root.join("real").display().to_string()),
+                    "{shown}"
                 );
             }
             assert_eq!(

@@ -73,8 +73,8 @@ impl Registry {
             plugin: tool.source(),
             kind,
         };
-        let checked =
-            CheckedTool::new(tool.clone()).map_err(|e| fail(LoadErrorKind::Invalid(e)))?;
+        let checked = CheckedTool::new(tool.clone())
+            .map_err(|e| fail(LoadErrorKind::Invalid(e.to_string())))?;
         let name = &tool.spec().name;
         if let Some(other) = self.tools.get(name) {
             return Err(fail(LoadErrorKind::Duplicate {

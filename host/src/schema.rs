@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::schema_cost::{self, Cost};
+use crate::schema_cost::{self, Cost, CostError};
 use crate::tool::ToolError;
 
 /// The most problems an input error lists.
@@ -48,18 +48,35 @@ impl std::fmt::Debug for InputSchema {
     }
 }
 
+/// An input schema a tool cannot have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// Not a JSON object: the schema as JSON text.
+    #[error("the input schema must be a JSON object, not {0}")]
+    NotAnObject(String),
+    /// An object whose `"type"` is not `"object"`.
+    #[error("the input schema must describe an object: add \"type\": \"object\"")]
+    NotForAnObject,
+    /// Checking arguments against it could cost too much.
+    #[error(transparent)]
+    Cost(#[from] CostError),
+    /// Not a valid JSON Schema: the validator's reason.
+    #[error("the input schema is not a valid JSON Schema: {0}")]
+    Invalid(String),
+    /// `required` is not a list of strings.
+    #[error("`required` must be a list of property names")]
+    Required,
+}
+
 /// `schema` as a JSON object whose `"type"` is `"object"`, as the seed requires of
 /// every tool's input schema.
-fn object_schema(schema: &Value) -> Result<&serde_json::Map<String, Value>, String> {
+fn object_schema(schema: &Value) -> Result<&serde_json::Map<String, Value>, SchemaError> {
     let Some(object) = schema.as_object() else {
-        return Err(format!(
-            "the input schema must be a JSON object, not {schema}"
-        ));
+        return Err(SchemaError::NotAnObject(schema.to_string()));
     };
     if object.get("type") != Some(&Value::from("object")) {
-        return Err(
-            "the input schema must describe an object: add \"type\": \"object\"".to_owned(),
-        );
+        return Err(SchemaError::NotForAnObject);
     }
     Ok(object)
 }
@@ -69,12 +86,12 @@ impl InputSchema {
     /// (`{"type": "object", ...}`), as the seed requires of every tool.
     ///
     /// A schema whose check could cost more than [`schema_cost`] allows is refused.
-    pub(crate) fn new(schema: &Value) -> Result<Self, String> {
+    pub(crate) fn new(schema: &Value) -> Result<Self, SchemaError> {
         object_schema(schema)?;
         // Counted first: compiling follows the same $refs.
-        let cost = schema_cost::cost(schema).map_err(|e| e.to_string())?;
-        let validator = jsonschema::validator_for(schema)
-            .map_err(|e| format!("the input schema is not a valid JSON Schema: {e}"))?;
+        let cost = schema_cost::cost(schema)?;
+        let validator =
+            jsonschema::validator_for(schema).map_err(|e| SchemaError::Invalid(e.to_string()))?;
         Ok(Self::Whole {
             validator: Box::new(validator),
             cost,
@@ -95,7 +112,7 @@ impl InputSchema {
     /// An object schema of which only `required` is checked: an MCP server's own
     /// schema may use what this host's validator does not know, and the server
     /// checks its arguments itself.
-    pub(crate) fn required_only(schema: &Value) -> Result<Self, String> {
+    pub(crate) fn required_only(schema: &Value) -> Result<Self, SchemaError> {
         let object = object_schema(schema)?;
         let required = match object.get("required") {
             None => Vec::new(),
@@ -103,8 +120,8 @@ impl InputSchema {
                 .iter()
                 .map(|n| n.as_str().map(str::to_owned))
                 .collect::<Option<_>>()
-                .ok_or("`required` must be a list of property names")?,
-            Some(_) => return Err("`required` must be a list of property names".to_owned()),
+                .ok_or(SchemaError::Required)?,
+            Some(_) => return Err(SchemaError::Required),
         };
         Ok(Self::Required(required))
     }
@@ -217,18 +234,31 @@ mod tests {
         .unwrap()
     }
 
+    /// Whether an error is the variant expected.
+    type IsError = fn(&SchemaError) -> bool;
+
     #[test]
     fn only_object_schemas_are_accepted() {
         assert!(InputSchema::new(&json!({"type": "object"})).is_ok());
-        let cases = [
-            json!("string"),
-            json!({"type": "string"}),
-            json!({}),
-            json!({"type": "object", "properties": 3}),
+        let not_for_an_object = |e: &SchemaError| matches!(e, SchemaError::NotForAnObject);
+        let cases: [(Value, IsError); 4] = [
+            (json!("string"), |e| {
+                matches!(e, SchemaError::NotAnObject(_))
+            }),
+            (json!({"type": "string"}), not_for_an_object),
+            (json!({}), not_for_an_object),
+            (json!({"type": "object", "properties": 3}), |e| {
+                matches!(e, SchemaError::Invalid(_))
+            }),
         ];
-        for schema in cases {
-            assert!(InputSchema::new(&schema).is_err(), "{schema}");
+        for (schema, is) in cases {
+            let error = InputSchema::new(&schema).expect_err("refused");
+            assert!(is(&error), "{schema}: {error:?}");
         }
+        assert_eq!(
+            SchemaError::NotAnObject("\"string\"".into()).to_string(),
+            "the input schema must be a JSON object, not \"string\""
+        );
     }
 
     #[test]
@@ -296,7 +326,9 @@ mod tests {
     #[test]
     fn a_schema_that_costs_too_much_is_refused() {
         let error = InputSchema::new(&crate::schema_cost_tests::doubling(40)).unwrap_err();
-        assert!(error.contains("(limit 100000)"), "{error}");
+        assert_eq!(error, SchemaError::Cost(CostError::TooLarge));
+        let shown = error.to_string();
+        assert!(shown.contains("(limit 100000)"), "{shown}");
     }
 
     #[test]
@@ -339,7 +371,13 @@ mod tests {
                 "\"a\", \"b\" are required properties".into()
             ))
         );
-        assert!(InputSchema::required_only(&json!({"type": "object", "required": "a"})).is_err());
-        assert!(InputSchema::required_only(&json!({"type": "string"})).is_err());
+        assert!(matches!(
+            InputSchema::required_only(&json!({"type": "object", "required": "a"})),
+            Err(SchemaError::Required)
+        ));
+        assert!(matches!(
+            InputSchema::required_only(&json!({"type": "string"})),
+            Err(SchemaError::NotForAnObject)
+        ));
     }
 }

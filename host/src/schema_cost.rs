@@ -44,7 +44,7 @@ pub(crate) struct Cost {
 
 /// Why a schema is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum CostError {
+pub enum CostError {
     /// It applies too many subschemas.
     #[error(
         "its input schema expands to more than {MAX_SUBSCHEMAS} subschemas when its $refs \

@@ -224,28 +224,40 @@ pub type DynTool = Arc<dyn Tool>;
 
 /// Checks a tool name against `[A-Za-z0-9_-]{1,64}` ([`piton_wit::check_tool_name`]);
 /// the message does not echo a long name, which a guest may make megabytes long.
-pub fn check_tool_name(name: &str) -> Result<(), String> {
-    piton_wit::check_tool_name(name).map_err(|e| e.to_string())
+pub fn check_tool_name(name: &str) -> Result<(), ToolNameError> {
+    piton_wit::check_tool_name(name)
 }
 
-pub use piton_wit::{MAX_DESCRIPTION, MAX_INPUT_SCHEMA};
+pub use piton_wit::{MAX_DESCRIPTION, MAX_INPUT_SCHEMA, ToolNameError};
+
+/// A spec that carries more than the contract allows; the message says by how much
+/// and to shorten it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecSizeError {
+    /// The description's length in bytes, over [`MAX_DESCRIPTION`].
+    #[error(
+        "its description is {0} bytes, over the limit of {limit}; shorten it",
+        limit = crate::limits::format_size(MAX_DESCRIPTION as u64)
+    )]
+    Description(usize),
+    /// The input schema's length in bytes of JSON text, over [`MAX_INPUT_SCHEMA`].
+    #[error(
+        "its input schema is {0} bytes of JSON, over the limit of {limit}; shorten it",
+        limit = crate::limits::format_size(MAX_INPUT_SCHEMA as u64)
+    )]
+    InputSchema(usize),
+}
 
 /// Checks the sizes a spec may carry: a description of at most [`MAX_DESCRIPTION`]
 /// bytes and an input schema of at most [`MAX_INPUT_SCHEMA`] bytes of JSON text
 /// (`schema_len`). Names are checked by [`check_tool_name`].
-pub fn check_spec_size(description: &str, schema_len: usize) -> Result<(), String> {
+pub fn check_spec_size(description: &str, schema_len: usize) -> Result<(), SpecSizeError> {
     if description.len() > MAX_DESCRIPTION {
-        return Err(format!(
-            "its description is {} bytes, over the limit of {}; shorten it",
-            description.len(),
-            crate::limits::format_size(MAX_DESCRIPTION as u64)
-        ));
+        return Err(SpecSizeError::Description(description.len()));
     }
     if schema_len > MAX_INPUT_SCHEMA {
-        return Err(format!(
-            "its input schema is {schema_len} bytes of JSON, over the limit of {}; shorten it",
-            crate::limits::format_size(MAX_INPUT_SCHEMA as u64)
-        ));
+        return Err(SpecSizeError::InputSchema(schema_len));
     }
     Ok(())
 }
@@ -263,26 +275,29 @@ mod tests {
             assert!(check_tool_name(bad).is_err(), "{bad}");
         }
         let long = check_tool_name(&"x".repeat(1 << 20)).unwrap_err();
+        assert_eq!(long, ToolNameError::TooLong(1 << 20));
+        let shown = long.to_string();
         assert!(
-            long.starts_with("tool name of 1048576 bytes"),
-            "{long:.100}"
+            shown.starts_with("tool name of 1048576 bytes"),
+            "{shown:.100}"
         );
-        assert!(long.len() < 200, "a long name is not echoed: {long:.100}");
+        assert!(shown.len() < 200, "a long name is not echoed: {shown:.100}");
     }
 
     #[test]
     fn spec_sizes_are_bounded() {
         assert!(check_spec_size(&"d".repeat(MAX_DESCRIPTION), MAX_INPUT_SCHEMA).is_ok());
+        let long = check_spec_size(&"d".repeat(MAX_DESCRIPTION + 1), 2);
+        assert_eq!(long, Err(SpecSizeError::Description(MAX_DESCRIPTION + 1)));
         assert_eq!(
-            check_spec_size(&"d".repeat(MAX_DESCRIPTION + 1), 2),
-            Err("its description is 65537 bytes, over the limit of 64 KiB; shorten it".into())
+            long.unwrap_err().to_string(),
+            "its description is 65537 bytes, over the limit of 64 KiB; shorten it"
         );
+        let large = check_spec_size("", MAX_INPUT_SCHEMA + 1);
+        assert_eq!(large, Err(SpecSizeError::InputSchema(MAX_INPUT_SCHEMA + 1)));
         assert_eq!(
-            check_spec_size("", MAX_INPUT_SCHEMA + 1),
-            Err(
-                "its input schema is 262145 bytes of JSON, over the limit of 256 KiB; shorten it"
-                    .into()
-            )
+            large.unwrap_err().to_string(),
+            "its input schema is 262145 bytes of JSON, over the limit of 256 KiB; shorten it"
         );
     }
 

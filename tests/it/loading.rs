@@ -5,6 +5,7 @@ use std::path::Path;
 use piton_host::config::Config;
 use piton_host::loader::Loader;
 use piton_host::plugins::PluginsAt;
+use piton_host::wasm::LoadFrom;
 use piton_host::{Hints, LoadErrorKind, ToolSource};
 use piton_tests::{guests, plugins as examples};
 
@@ -36,7 +37,7 @@ async fn a_component_reads_its_spec_and_hints_at_load() {
 #[tokio::test]
 async fn a_command_component_is_not_a_tool() {
     let error = runtime()
-        .load_file(Path::new(guests::HOSTILE_NOT_A_TOOL))
+        .load(LoadFrom::File(guests::HOSTILE_NOT_A_TOOL.into()), None)
         .await
         .unwrap_err();
     assert!(matches!(error.kind, LoadErrorKind::Contract(_)), "{error}");
@@ -48,7 +49,10 @@ async fn a_command_component_is_not_a_tool() {
 #[tokio::test]
 async fn bytes_that_are_not_wasm_do_not_load() {
     let error = runtime()
-        .load(ToolSource::Bundled("junk".into()), b"\0asm junk".to_vec())
+        .load(
+            LoadFrom::Bytes(ToolSource::Bundled("junk".into()), b"\0asm junk".to_vec()),
+            None,
+        )
         .await
         .unwrap_err();
     assert!(matches!(error.kind, LoadErrorKind::Compile(_)), "{error}");

@@ -30,6 +30,7 @@ mod serve_http;
 mod serve_http_clients;
 mod serve_http_limits;
 mod serve_stdio;
+mod server;
 mod shutdown;
 mod squat;
 mod structure;

@@ -7,8 +7,9 @@
 
 use std::path::Path;
 
-use piton_host::config::Config;
+use piton_host::config::{Config, ConfigProblem};
 use piton_host::loader::{Loaded, Loader};
+use piton_host::name_claims::NotAPluginFile;
 use piton_host::plugins::PluginsAt;
 use piton_tests::{guests, plugins as examples};
 use serde_json::{Value, json};
@@ -185,23 +186,30 @@ async fn from_naming_a_file_not_there_serves_neither_and_says_so() {
 fn a_from_that_is_not_a_wasm_file_name_is_a_config_error_naming_the_key() {
     for bad in ["../read_env.wasm", "read_env", "/tmp/read_env.wasm", ""] {
         let text = granting(&format!("from = {bad:?}\n"));
-        let error = Config::parse(&text, Path::new("/x/piton.toml"), &|_| None)
-            .expect_err(bad)
-            .to_string();
+        let error = Config::parse(&text, Path::new("/x/piton.toml"), &|_| None).expect_err(bad);
+        assert_eq!(error.key, "tools.read_env.from");
         assert!(
-            error.starts_with("/x/piton.toml: tools.read_env.from: "),
-            "{error}"
+            matches!(&error.problem, ConfigProblem::FromFile(NotAPluginFile(file)) if file == bad),
+            "{error:?}"
         );
-        assert!(error.contains("ending in .wasm"), "{error}");
+        let shown = error.to_string();
+        assert!(
+            shown.starts_with("/x/piton.toml: tools.read_env.from: "),
+            "{shown}"
+        );
+        assert!(shown.contains("ending in .wasm"), "{shown}");
     }
     let error = Config::parse(
         "[tools.read_env]\nfrm = \"a.wasm\"\n",
         Path::new("/x/piton.toml"),
         &|_| None,
     )
-    .expect_err("an unknown key")
-    .to_string();
-    assert!(error.contains("unknown field `frm`"), "{error}");
+    .expect_err("an unknown key");
+    assert!(
+        matches!(&error.problem, ConfigProblem::Toml(_)),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("unknown field `frm`"), "{error}");
 }
 
 #[tokio::test]

@@ -2,14 +2,14 @@
 //! and registries, and the `piton` binary run to completion or kept running.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use piton_host::config::ToolConfig;
 use piton_host::grants::Grants;
-use piton_host::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
+use piton_host::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
 use piton_host::{CallError, Content, Limits, Registry, ToolResult};
 use serde_json::{Value, json};
 
@@ -35,10 +35,17 @@ pub(crate) fn cache_dir() -> PathBuf {
 
 /// Loads the component at `path` as a tool.
 pub(crate) async fn load(path: &str) -> WasmTool {
-    runtime()
-        .load_file(Path::new(path))
+    let tools = runtime()
+        .load(LoadFrom::File(path.into()), None)
         .await
-        .unwrap_or_else(|e| panic!("{path} loads: {e}"))
+        .unwrap_or_else(|e| panic!("{path} loads: {e}"));
+    only(tools)
+}
+
+/// The one tool of a component that is one tool.
+pub(crate) fn only(mut tools: Vec<WasmTool>) -> WasmTool {
+    assert_eq!(tools.len(), 1, "one tool: {tools:?}");
+    tools.remove(0)
 }
 
 /// A registry of the given components, each with `limits`.

@@ -7,7 +7,7 @@ use std::path::Path;
 use piton_host::config::Config;
 use piton_host::loader::{Loaded, Loader};
 use piton_host::plugins::PluginsAt;
-use piton_host::wasm::WasmTool;
+use piton_host::wasm::{LoadFrom, WasmTool};
 use piton_host::{Hints, ToolSource};
 use piton_tests::{guests, plugins as examples};
 use serde_json::json;
@@ -158,10 +158,15 @@ async fn a_plugin_built_for_piton_tool_0_1_0_still_loads() {
         );
         assert!(n > 0, "{interface}1 is in word_count");
     }
-    let tool = runtime()
-        .load(ToolSource::Bundled("old".into()), bytes)
-        .await
-        .expect("a 0.1.0 plugin loads");
+    let tool = only(
+        runtime()
+            .load(
+                LoadFrom::Bytes(ToolSource::Bundled("old".into()), bytes),
+                None,
+            )
+            .await
+            .expect("a 0.1.0 plugin loads"),
+    );
     let mut registry = piton_host::Registry::new();
     registry.add(tool).expect("one tool");
     let result = registry
@@ -249,7 +254,10 @@ async fn odd_toolbox(mode: &str) -> Result<Vec<WasmTool>, String> {
         "{from} is in toolbox-dup once"
     );
     runtime()
-        .load_tools(ToolSource::Bundled(format!("odd-{mode}")), bytes)
+        .load(
+            LoadFrom::Bytes(ToolSource::Bundled(format!("odd-{mode}")), bytes),
+            None,
+        )
         .await
         .map_err(|e| e.to_string())
 }

@@ -5,8 +5,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use piton_host::config::McpError;
 use piton_host::upstream::{UpstreamServer, check_server_name};
-use piton_host::{CallError, Content, Hints, HintsTrust, Listing, Registry, ToolError, ToolSource};
+use piton_host::{
+    CallError, Content, GroupNameError, Hints, HintsTrust, Listing, Registry, ToolError, ToolSource,
+};
 use piton_tests::plugins;
 use rmcp::ServerHandler;
 use rmcp::model::{
@@ -347,13 +350,18 @@ async fn a_server_that_cannot_start_is_a_connection_error_naming_it() {
 
 #[test]
 fn server_names_and_clashes_are_load_errors() {
-    assert!(check_server_name("a__b").is_err());
-    assert!(
-        UpstreamServer::stdio(
-            "bad name",
-            piton_host::upstream::StdioCommand::new("x", [""; 0])
-        )
-        .is_err()
+    assert!(matches!(
+        check_server_name("a__b"),
+        Err(McpError::Name(GroupNameError::Underscores(_)))
+    ));
+    let error = UpstreamServer::stdio(
+        "bad name",
+        piton_host::upstream::StdioCommand::new("x", [""; 0]),
+    )
+    .expect_err("a name with a space");
+    assert_eq!(
+        error.problem,
+        McpError::Name(GroupNameError::Characters("bad name".into()))
     );
     let (one, _) = test_server("up");
     let (two, _) = test_server("up");

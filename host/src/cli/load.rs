@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 
 use super::out::say;
-use crate::loader::Loader;
+use crate::loader::{Loader, LoaderError};
 use crate::registry::Registry;
 use crate::term::{ProgressLine, progress_text};
 use crate::wasm::WasmRuntime;
@@ -39,6 +39,12 @@ pub(super) fn loader(arg: PluginsArg) -> Option<Loader> {
 /// Components the cache lacks are compiled meanwhile, with a progress bar when
 /// stderr is a terminal.
 pub(super) async fn load(loader: &Loader) -> Option<Registry> {
+    load_reported(loader).await.ok()
+}
+
+/// [`load`], giving why nothing could be loaded (said on stderr too): how `serve`'s
+/// [`Server`](crate::serve::Server) loads, at start and at every reload.
+pub(super) async fn load_reported(loader: &Loader) -> Result<Registry, LoaderError> {
     let loading = loader.load();
     let loaded = match ProgressLine::on_stderr() {
         Some(line) => with_progress(loader.runtime(), line, loading).await,
@@ -58,11 +64,11 @@ pub(super) async fn load(loader: &Loader) -> Option<Registry> {
             for name in &loaded.unused_config {
                 eprintln!("warning: piton.toml has [tools.{name}] but no tool is called {name}");
             }
-            Some(loaded.registry)
+            Ok(loaded.registry)
         }
         Err(e) => {
             eprintln!("error: {e}");
-            None
+            Err(e)
         }
     }
 }

@@ -270,7 +270,7 @@ where
         outcome = work => outcome,
         signal = signal => {
             eprintln!("piton: {}: stopped; closing the upstream MCP servers", signal.name());
-            Ok(signal.outcome())
+            Ok(signal::outcome(signal))
         }
     };
     loader.close().await;

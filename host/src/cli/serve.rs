@@ -1,15 +1,13 @@
-//! `piton serve`: every tool over MCP, on stdio or on Streamable HTTP with its
-//! limits, reloading when the plugins folder changes.
-
-use std::sync::Arc;
+//! `piton serve`: its flags (the transport, the HTTP limits, the grace) made into the
+//! library's [`Server`], which serves every tool over MCP and reloads when the plugins
+//! folder changes; what it prints; and the process's backstop on a signal.
 
 use clap::Args as ClapArgs;
 
-use super::load::{PluginsArg, load, loader};
+use super::load::{PluginsArg, load_reported, loader};
 use super::out::Outcome;
 use super::signal::stop_signal;
-use crate::plugins::FolderWatch;
-use crate::serve::{self, AllowedHost, HttpLimits, Served, per_client};
+use crate::serve::{self, AllowedHost, HttpLimits, Server, Transport, per_client};
 
 /// What `serve --http` holds open for its clients, at most.
 #[derive(Debug, ClapArgs)]
@@ -88,11 +86,14 @@ pub(super) struct Http {
 }
 
 /// Serves the registry over MCP, on stdio (stdout carries only the protocol) or on
-/// HTTP at `http`, reloading it when the plugins folder changes.
+/// HTTP at `http`, reloading it when the plugins folder changes: the library's
+/// [`Server`], with what did not load said on stderr, and the address printed.
 ///
 /// SIGTERM or SIGINT stops it: no new connections or calls, the calls in flight get
 /// `grace` to answer (those still running then answer with an error), then the
-/// upstream servers are closed and it exits 0.
+/// upstream servers are closed and it exits 0. Past the grace, the time answers get to
+/// be written and the upstream servers to close, the process ends whatever is still
+/// running (cli/signal.rs): the library never ends its program, the command does.
 pub(super) async fn serve(
     plugins: PluginsArg,
     http: Option<Http>,
@@ -100,85 +101,60 @@ pub(super) async fn serve(
     approve: Option<crate::config::approve::AskMode>,
 ) -> Outcome {
     // A bad address fails before anything is loaded.
-    let listener = match http {
+    let (transport, addr) = match http {
         Some(http) => match listen(&http.addr).await {
-            Ok(listener) => Some((listener, http)),
+            Ok(listener) => {
+                let addr = listener.local_addr();
+                let transport = Transport::Http {
+                    listener,
+                    limits: http.limits,
+                    allowed_hosts: http.allowed_hosts,
+                };
+                (transport, Some(addr))
+            }
             Err(message) => {
                 eprintln!("error: {message}");
                 return Outcome::Usage;
             }
         },
-        None => None,
+        None => (Transport::Stdio, None),
     };
     let Some(loader) = loader(plugins) else {
         return Outcome::Usage;
     };
-    let loader = Arc::new(loader.with_consent(crate::consent::Keeper::new(approve)));
-    // A folder is watched (bundled plugins cannot change), from before it is loaded
-    // so that no change is missed. A reload loads as at start-up, from the folder
-    // found then, on the same runtime and upstream connections.
-    let watch = loader.watched().map(FolderWatch::start);
-    let Some(registry) = load(&loader).await else {
-        loader.close().await;
+    // `serve` asks the person before the calls piton.toml's [approve] names.
+    let loader = loader.with_consent(crate::consent::Keeper::new(approve));
+    let server = Server::new(loader, transport)
+        .with_grace(grace)
+        .loading_with(|loader| async move { load_reported(&loader).await });
+    let stop = server.stop_handle();
+    // The load said on stderr why it failed.
+    let Ok(started) = server.start().await else {
         return Outcome::Usage;
     };
-    let served = Served::new(registry);
-    if let Some(watch) = watch {
-        let loader = loader.clone();
-        tokio::spawn(Served::reload_on_change(
-            Arc::downgrade(&served),
-            watch,
-            move || {
-                let loader = loader.clone();
-                async move { load(&loader).await }
-            },
-        ));
-    }
     // From here a signal stops serving gracefully rather than killing the process
     // (made now, so the handlers are in place before `listening on` is printed).
-    // Past the grace and the time answers get to be written, and the upstream
-    // servers to close, the process ends whatever is still running.
     let signal = stop_signal(grace + serve::SHUTDOWN_FLUSH + super::signal::CLOSE);
-    let stop = async move {
+    tokio::spawn(async move {
         signal.await;
-    };
-    let ended = match listener {
-        None => {
-            tracing::info!(tools = served.registry().len(), "serving MCP on stdio");
-            // Pipes are read and written on tokio's reactor, not through blocking-pool
-            // threads (a hand-off per message): ~60-85 µs less per call, measured by
-            // benches/mcp.rs. A terminal or file falls back to the blocking handles.
-            let (stdin, stdout) = rmcp::transport::stdio_pipes();
-            serve::serve_until(served, stdin, stdout, stop, grace).await
-        }
-        Some((listener, http)) => {
-            match listener.local_addr() {
-                Ok(addr) => {
-                    if !addr.ip().is_loopback() {
-                        eprintln!(
-                            "warning: serving on {addr}, not a loopback address: anyone who can \
-                             reach it can call every tool (there is no authentication); only \
-                             requests that address it by IP (or by a name given with \
-                             --allow-host) are answered"
-                        );
-                    }
-                    eprintln!("listening on http://{addr}{}", serve::MCP_PATH);
-                }
-                Err(e) => eprintln!("warning: cannot read the listening address: {e}"),
+        stop.stop();
+    });
+    match addr {
+        Some(Ok(addr)) => {
+            if !addr.ip().is_loopback() {
+                eprintln!(
+                    "warning: serving on {addr}, not a loopback address: anyone who can \
+                     reach it can call every tool (there is no authentication); only \
+                     requests that address it by IP (or by a name given with \
+                     --allow-host) are answered"
+                );
             }
-            serve::serve_http(
-                served,
-                listener,
-                http.limits,
-                stop,
-                grace,
-                http.allowed_hosts,
-            )
-            .await
+            eprintln!("listening on http://{addr}{}", serve::MCP_PATH);
         }
-    };
-    loader.close().await;
-    match ended {
+        Some(Err(e)) => eprintln!("warning: cannot read the listening address: {e}"),
+        None => {}
+    }
+    match started.run().await {
         Ok(()) => Outcome::Success,
         Err(e) => {
             eprintln!("error: {e}");

@@ -1,37 +1,22 @@
 //! The signals that stop piton: SIGINT (Ctrl-C) and SIGTERM (what a service manager
-//! or Kubernetes sends). `serve` stops gracefully on either; `call`, `list` and
-//! `inspect` close their upstream servers and exit 130 or 143, as a shell reports a
-//! process the signal ended. Whatever a thread is doing, the process ends within a
-//! bound after the signal (see [`stop_signal`]).
+//! or Kubernetes sends). `serve` stops gracefully on either (through its
+//! [`StopHandle`](crate::serve::StopHandle)); `call`, `list` and `inspect` close their
+//! upstream servers and exit 130 or 143, as a shell reports a process the signal
+//! ended. Whatever a thread is doing, the process ends within a bound after the
+//! signal (see [`stop_signal`]): that backstop is the command line's, not the
+//! library's, which never ends the program it runs in.
 
 use std::future::Future;
 use std::time::Duration;
 
 use super::out::Outcome;
+use crate::serve::{Signal, next_signal};
 
-/// A stopping signal that arrived.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Signal {
-    /// SIGINT, Ctrl-C.
-    Interrupt,
-    /// SIGTERM.
-    Terminate,
-}
-
-impl Signal {
-    /// The exit code a shell gives a process this signal ended: 128 + its number.
-    pub(super) fn outcome(self) -> Outcome {
-        match self {
-            Self::Interrupt => Outcome::Interrupted,
-            Self::Terminate => Outcome::Terminated,
-        }
-    }
-
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Self::Interrupt => "SIGINT",
-            Self::Terminate => "SIGTERM",
-        }
+/// The exit code a shell gives a process `signal` ended: 128 + its number.
+pub(super) fn outcome(signal: Signal) -> Outcome {
+    match signal {
+        Signal::Interrupt => Outcome::Interrupted,
+        Signal::Terminate => Outcome::Terminated,
     }
 }
 
@@ -97,43 +82,10 @@ fn watch_on_a_thread(
                 "piton: {}: still running {within:?} after it; exiting now",
                 signal.name()
             );
-            std::process::exit(signal.outcome() as i32);
+            std::process::exit(outcome(signal) as i32);
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     is_ready
         .recv()
         .unwrap_or_else(|_| Err("its thread ended".to_owned()))
-}
-
-/// Resolves on the next SIGINT or SIGTERM, giving which. The handlers are in place
-/// once this returns (a future that has not been polled yet).
-fn next_signal() -> impl Future<Output = Signal> {
-    #[cfg(unix)]
-    let signals = {
-        use tokio::signal::unix::{SignalKind, signal};
-        signal(SignalKind::terminate())
-            .and_then(|term| Ok((term, signal(SignalKind::interrupt())?)))
-    };
-    async move {
-        #[cfg(unix)]
-        let signal = match signals {
-            Ok((mut term, mut interrupt)) => {
-                tokio::select! {
-                    _ = term.recv() => Signal::Terminate,
-                    _ = interrupt.recv() => Signal::Interrupt,
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch for SIGTERM; Ctrl-C still stops");
-                let _ = tokio::signal::ctrl_c().await;
-                Signal::Interrupt
-            }
-        };
-        #[cfg(not(unix))]
-        let signal = {
-            let _ = tokio::signal::ctrl_c().await;
-            Signal::Interrupt
-        };
-        signal
-    }
 }

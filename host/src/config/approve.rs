@@ -47,17 +47,14 @@ impl AskMode {
     ];
 
     /// The mode a word names, or an error listing the words.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, ApproveError> {
         match text {
             "not-read-only" => Ok(Self::NotReadOnly),
             "destructive" => Ok(Self::Destructive),
             "open-world" => Ok(Self::OpenWorld),
             "always" => Ok(Self::Always),
             "never" => Ok(Self::Never),
-            other => Err(format!(
-                "{other:?} is not an approval mode; use one of {}",
-                Self::NAMES.join(", ")
-            )),
+            other => Err(ApproveError::Mode(other.to_owned())),
         }
     }
 
@@ -80,8 +77,8 @@ impl std::fmt::Display for AskMode {
 }
 
 impl std::str::FromStr for AskMode {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = ApproveError;
+    fn from_str(text: &str) -> Result<Self, ApproveError> {
         Self::parse(text)
     }
 }
@@ -145,8 +142,35 @@ pub(crate) struct RawApprove {
     key_file: Option<String>,
 }
 
+/// What is wrong in the `[approve]` table, or a tool's `approve`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApproveError {
+    /// Not one of the modes: what was written.
+    #[error(
+        "{0:?} is not an approval mode; use one of not-read-only, destructive, open-world, \
+         always, never"
+    )]
+    Mode(String),
+    /// A duration that is not one.
+    #[error(transparent)]
+    Duration(#[from] super::values::ValueError),
+    /// `answer_within` under a second: what was written.
+    #[error("{0:?} leaves a person no time to answer: give at least \"1s\"")]
+    TooShort(String),
+    /// Both `key` and `key_file`.
+    #[error("is given twice, as `key` and as `key_file`: keep one")]
+    TwoKeys,
+    /// A key under [`MIN_KEY_BYTES`]: its length.
+    #[error(
+        "the approval key is {0} bytes; it needs at least {MIN_KEY_BYTES} (make one with \
+         `head -c 32 /dev/urandom | base64`)"
+    )]
+    ShortKey(usize),
+}
+
 /// On error: the key (`approve.ask`) and what is wrong with it.
-type KeyError = (String, String);
+type KeyError = (String, ApproveError);
 
 impl ApproveSettings {
     /// The settings of an `[approve]` table; a relative key file is in `base`, and
@@ -156,40 +180,31 @@ impl ApproveSettings {
         base: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, KeyError> {
+        let at = |key: &str| format!("approve.{key}");
         let mut settings = Self::default();
         if let Some(ask) = raw.ask {
-            settings.ask = AskMode::parse(&ask).map_err(|m| ("approve.ask".to_owned(), m))?;
+            settings.ask = AskMode::parse(&ask).map_err(|e| (at("ask"), e))?;
         }
         if let Some(text) = raw.allow_for {
-            settings.allow_for =
-                parse_duration(&text).map_err(|m| ("approve.allow_for".to_owned(), m))?;
+            settings.allow_for = parse_duration(&text).map_err(|e| (at("allow_for"), e.into()))?;
         }
         if let Some(text) = raw.answer_within {
-            let within =
-                parse_duration(&text).map_err(|m| ("approve.answer_within".to_owned(), m))?;
+            let within = parse_duration(&text).map_err(|e| (at("answer_within"), e.into()))?;
             if within < Duration::from_secs(1) {
-                return Err((
-                    "approve.answer_within".into(),
-                    format!("{text:?} leaves a person no time to answer: give at least \"1s\""),
-                ));
+                return Err((at("answer_within"), ApproveError::TooShort(text)));
             }
             settings.answer_within = within;
         }
         settings.key = match (raw.key, raw.key_file) {
-            (Some(_), Some(_)) => {
-                return Err((
-                    "approve.key".into(),
-                    "is given twice, as `key` and as `key_file`: keep one".into(),
-                ));
-            }
+            (Some(_), Some(_)) => return Err((at("key"), ApproveError::TwoKeys)),
             (Some(key), None) => {
-                check_key(key.trim().as_bytes()).map_err(|m| ("approve.key".to_owned(), m))?;
+                check_key(key.trim().as_bytes()).map_err(|e| (at("key"), e))?;
                 KeySource::Given(key)
             }
             (None, Some(file)) => KeySource::File(base.join(file)),
             (None, None) => match env(KEY_VAR) {
                 Some(key) => {
-                    check_key(key.trim().as_bytes()).map_err(|m| (KEY_VAR.to_owned(), m))?;
+                    check_key(key.trim().as_bytes()).map_err(|e| (KEY_VAR.to_owned(), e))?;
                     KeySource::Given(key)
                 }
                 None => KeySource::Random,
@@ -203,13 +218,9 @@ impl ApproveSettings {
 pub const MIN_KEY_BYTES: usize = 32;
 
 /// Whether `secret` can be an approval key: at least [`MIN_KEY_BYTES`] bytes.
-pub fn check_key(secret: &[u8]) -> Result<(), String> {
+pub fn check_key(secret: &[u8]) -> Result<(), ApproveError> {
     if secret.len() < MIN_KEY_BYTES {
-        return Err(format!(
-            "the approval key is {} bytes; it needs at least {MIN_KEY_BYTES} (make one with \
-             `head -c 32 /dev/urandom | base64`)",
-            secret.len()
-        ));
+        return Err(ApproveError::ShortKey(secret.len()));
     }
     Ok(())
 }

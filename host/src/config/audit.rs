@@ -49,8 +49,26 @@ pub(crate) struct RawAudit {
     arguments: Option<bool>,
 }
 
+/// An `[audit]` table that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// `to = ""`.
+    #[error(
+        "is empty: give a file such as \"audit.log\", or \"stderr\"; leave `to` out for no \
+         audit log"
+    )]
+    EmptyTo,
+    /// `arguments` without `to`.
+    #[error(
+        "has no effect without `to`: add to = \"audit.log\" (or \"stderr\") to the [audit] \
+         table, or remove `arguments`"
+    )]
+    ArgumentsWithoutTo,
+}
+
 /// On error: the key (`audit.to`) and what is wrong with it.
-type KeyError = (String, String);
+type KeyError = (String, AuditError);
 
 impl AuditSettings {
     /// The settings of an `[audit]` table; a relative file is in `base`.
@@ -58,23 +76,11 @@ impl AuditSettings {
         let to = match raw.to.as_deref() {
             None => None,
             Some("stderr") => Some(AuditTo::Stderr),
-            Some("") => {
-                return Err((
-                    "audit.to".into(),
-                    "is empty: give a file such as \"audit.log\", or \"stderr\"; leave `to` \
-                     out for no audit log"
-                        .into(),
-                ));
-            }
+            Some("") => return Err(("audit.to".into(), AuditError::EmptyTo)),
             Some(file) => Some(AuditTo::File(base.join(file))),
         };
         if to.is_none() && raw.arguments.is_some() {
-            return Err((
-                "audit.arguments".into(),
-                "has no effect without `to`: add to = \"audit.log\" (or \"stderr\") to the \
-                 [audit] table, or remove `arguments`"
-                    .into(),
-            ));
+            return Err(("audit.arguments".into(), AuditError::ArgumentsWithoutTo));
         }
         Ok(Self {
             to,
@@ -88,7 +94,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<AuditSettings, KeyError> {
-        let raw: RawAudit = toml::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
+        let raw: RawAudit = toml::from_str(text).expect("an [audit] table");
         AuditSettings::parse(raw, Path::new("/etc/piton"))
     }
 
@@ -121,13 +127,24 @@ mod tests {
 
     #[test]
     fn errors_name_the_key_and_the_fix() {
-        let (key, message) = parse("to = \"\"").expect_err("empty");
-        assert_eq!(key, "audit.to");
-        assert!(message.contains("\"stderr\""), "{message}");
-        let (key, message) = parse("arguments = true").expect_err("no to");
-        assert_eq!(key, "audit.arguments");
-        assert!(message.contains("add to ="), "{message}");
-        let (_, unknown) = parse("file = \"x\"").expect_err("unknown key");
-        assert!(unknown.contains("unknown field `file`"), "{unknown}");
+        assert_eq!(
+            parse("to = \"\""),
+            Err(("audit.to".to_owned(), AuditError::EmptyTo))
+        );
+        assert_eq!(
+            parse("arguments = true"),
+            Err(("audit.arguments".to_owned(), AuditError::ArgumentsWithoutTo))
+        );
+        assert!(AuditError::EmptyTo.to_string().contains("\"stderr\""));
+        assert!(
+            AuditError::ArgumentsWithoutTo
+                .to_string()
+                .contains("add to =")
+        );
+        let unknown = toml::from_str::<RawAudit>("file = \"x\"").expect_err("unknown key");
+        assert!(
+            unknown.to_string().contains("unknown field `file`"),
+            "{unknown}"
+        );
     }
 }

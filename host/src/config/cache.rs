@@ -9,7 +9,7 @@
 
 use serde::Deserialize;
 
-use crate::config::values::parse_size;
+use crate::config::values::{ValueError, parse_size};
 
 /// The default `max_size`: room for a few dozen compiled Python or JavaScript
 /// components (tens of MiB each) and hundreds of Rust or C ones.
@@ -39,10 +39,10 @@ pub(crate) struct RawCache {
 
 impl CacheSettings {
     /// The settings of a `[cache]` table; on error the key and what is wrong.
-    pub(crate) fn parse(raw: RawCache) -> Result<Self, (String, String)> {
+    pub(crate) fn parse(raw: RawCache) -> Result<Self, (String, ValueError)> {
         let mut settings = Self::default();
         if let Some(text) = raw.max_size {
-            settings.max_size = parse_size(&text).map_err(|m| ("cache.max_size".to_owned(), m))?;
+            settings.max_size = parse_size(&text).map_err(|e| ("cache.max_size".to_owned(), e))?;
         }
         Ok(settings)
     }
@@ -52,8 +52,8 @@ impl CacheSettings {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<CacheSettings, (String, String)> {
-        let raw: RawCache = toml::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
+    fn parse(text: &str) -> Result<CacheSettings, (String, ValueError)> {
+        let raw: RawCache = toml::from_str(text).expect("a [cache] table");
         CacheSettings::parse(raw)
     }
 
@@ -68,12 +68,19 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let (key, message) = parse("max_size = \"big\"").expect_err("not a size");
-        assert_eq!(key, "cache.max_size");
-        assert!(message.contains("such as \"64MiB\""), "{message}");
-        let (_, message) = parse("max_size = \"0\"").expect_err("zero");
-        assert!(message.contains("above zero"), "{message}");
-        let (_, unknown) = parse("size = \"1GiB\"").expect_err("unknown key");
-        assert!(unknown.contains("unknown field `size`"), "{unknown}");
+        let key = "cache.max_size".to_owned();
+        assert_eq!(
+            parse("max_size = \"big\""),
+            Err((key.clone(), ValueError::Size("big".into())))
+        );
+        assert_eq!(
+            parse("max_size = \"0\""),
+            Err((key, ValueError::ZeroSize("0".into())))
+        );
+        let unknown = toml::from_str::<RawCache>("size = \"1GiB\"").expect_err("unknown key");
+        assert!(
+            unknown.to_string().contains("unknown field `size`"),
+            "{unknown}"
+        );
     }
 }

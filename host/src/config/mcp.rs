@@ -19,8 +19,75 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::values::{parse_duration, parse_env_template, split_command};
-use crate::group::check_group_name;
+use crate::config::values::{ValueError, parse_duration, parse_env_template, split_command};
+use crate::group::{GroupNameError, check_group_name};
+
+/// An upstream MCP server's settings that cannot be used, in an `[mcp.NAME]` section
+/// or given to [`UpstreamServer`](crate::upstream::UpstreamServer): each says what to
+/// write instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// A server name that would make `{server}__{tool}` ambiguous.
+    #[error("server {0}")]
+    Name(#[from] GroupNameError),
+    /// Both `command` and `url`.
+    #[error("has both `command` and `url`; a server is either a command (stdio) or a URL")]
+    CommandAndUrl,
+    /// Neither `command` nor `url`.
+    #[error("needs `command` (a stdio server) or `url` (a Streamable HTTP server)")]
+    NoCommandOrUrl,
+    /// `headers` for a command.
+    #[error("`headers` are for `url` servers; a command gets `env`")]
+    HeadersForCommand,
+    /// A `command` of only spaces.
+    #[error(
+        "is empty; give the program that starts the server, such as \"npx -y \
+         @modelcontextprotocol/server-everything\""
+    )]
+    EmptyCommand,
+    /// A library [`StdioCommand`] with no program.
+    #[error("the command is empty; give the program that starts the server")]
+    NoProgram,
+    /// A `cwd` that is not a folder: the path, joined to piton.toml's folder.
+    #[error(
+        "{} is not a folder; fix the path (relative paths are relative to piton.toml)",
+        .0.display()
+    )]
+    Cwd(PathBuf),
+    /// `args`, `cwd` or `env` (the key named) for a `url` server.
+    #[error("`{0}` is for `command` servers; a `url` server gets `headers`")]
+    ForCommand(&'static str),
+    /// A blank name in `tools`.
+    #[error("{0:?} is not a tool name; list the server's tool names")]
+    ToolName(String),
+    /// A `url` that does not parse: the URL and why.
+    #[error("url {url:?} is not a URL ({reason}); use http://HOST:PORT/mcp")]
+    NotAUrl {
+        /// The URL given.
+        url: String,
+        /// The URL parser's reason.
+        reason: String,
+    },
+    /// A `url` that is not http or https.
+    #[error("url {0:?} must start with http:// or https://")]
+    Scheme(String),
+    /// A header the MCP transport sets itself.
+    #[error("header {0} is set by the MCP transport itself; remove it from `headers`")]
+    ReservedHeader(String),
+    /// A header name HTTP does not allow.
+    #[error("header name {0:?} is not a valid HTTP header name")]
+    HeaderName(String),
+    /// A header value HTTP does not allow: the header's name.
+    #[error("the value of header {0} is not a valid HTTP header value")]
+    HeaderValue(String),
+    /// An `env` variable name that cannot be one.
+    #[error(transparent)]
+    EnvName(#[from] piton_wit::EnvNameError),
+    /// A `command` line, `${VAR}` template or `timeout`.
+    #[error(transparent)]
+    Value(#[from] ValueError),
+}
 
 /// What piton.toml says about one upstream server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,18 +172,20 @@ impl StdioCommand {
 
 /// Checks an upstream server's name: letters, digits, `-` and single `_`, so that
 /// `{server}__{tool}` is unambiguous.
-pub fn check_server_name(name: &str) -> Result<(), String> {
-    check_group_name(name).map_err(|message| format!("server {message}"))
+pub fn check_server_name(name: &str) -> Result<(), McpError> {
+    check_group_name(name).map_err(McpError::Name)
 }
 
 /// Checks a Streamable HTTP server's `url` and `headers` as every connect needs them:
 /// an http(s) URL, and header names and values valid in HTTP, none of those the MCP
 /// transport sets itself.
-pub fn check_http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| format!("url {url:?} is not a URL ({e}); use http://HOST:PORT/mcp"))?;
+pub fn check_http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), McpError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| McpError::NotAUrl {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("url {url:?} must start with http:// or https://"));
+        return Err(McpError::Scheme(url.to_owned()));
     }
     for (key, value) in headers {
         // The MCP transport sets these itself; rmcp refuses them at every connect.
@@ -129,19 +198,13 @@ pub fn check_http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), S
         .iter()
         .any(|reserved| key.eq_ignore_ascii_case(reserved))
         {
-            return Err(format!(
-                "header {key} is set by the MCP transport itself; remove it from `headers`"
-            ));
+            return Err(McpError::ReservedHeader(key.clone()));
         }
         if !piton_wit::is_header_name(key) {
-            return Err(format!(
-                "header name {key:?} is not a valid HTTP header name"
-            ));
+            return Err(McpError::HeaderName(key.clone()));
         }
         if !piton_wit::is_header_value(value) {
-            return Err(format!(
-                "the value of header {key} is not a valid HTTP header value"
-            ));
+            return Err(McpError::HeaderValue(key.clone()));
         }
     }
     Ok(())
@@ -161,41 +224,32 @@ pub(crate) struct RawMcp {
     trust_hints: Option<bool>,
 }
 
-/// Parses `[mcp.NAME]`; an error is the key and the message.
+/// Parses `[mcp.NAME]`; an error is the key and the mistake.
 pub(crate) fn parse_mcp(
     name: &str,
     raw: RawMcp,
     base: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<UpstreamConfig, (String, String)> {
+) -> Result<UpstreamConfig, (String, McpError)> {
     let key = format!("mcp.{name}");
     let at = |sub: &str| format!("{key}.{sub}");
-    check_server_name(name).map_err(|m| (key.clone(), m))?;
+    check_server_name(name).map_err(|e| (key.clone(), e))?;
     let connect = match (raw.command, raw.url) {
         (Some(_), Some(_)) => {
-            return Err((
-                key,
-                "has both `command` and `url`; a server is either a command (stdio) or a URL"
-                    .to_owned(),
-            ));
+            return Err((key, McpError::CommandAndUrl));
         }
         (None, None) => {
-            return Err((
-                key,
-                "needs `command` (a stdio server) or `url` (a Streamable HTTP server)".to_owned(),
-            ));
+            return Err((key, McpError::NoCommandOrUrl));
         }
         (Some(command), None) => {
             if raw.headers.is_some() {
-                return Err((
-                    at("headers"),
-                    "`headers` are for `url` servers; a command gets `env`".to_owned(),
-                ));
+                return Err((at("headers"), McpError::HeadersForCommand));
             }
             let (program, args) = match raw.args {
                 Some(args) => (command.trim().to_owned(), args),
                 None => {
-                    let mut words = split_command(&command).map_err(|m| (at("command"), m))?;
+                    let mut words =
+                        split_command(&command).map_err(|e| (at("command"), e.into()))?;
                     if words.is_empty() {
                         (String::new(), Vec::new())
                     } else {
@@ -205,22 +259,13 @@ pub(crate) fn parse_mcp(
                 }
             };
             if program.is_empty() {
-                return Err((
-                    at("command"),
-                    "is empty; give the program that starts the server, such as \"npx -y @modelcontextprotocol/server-everything\"".to_owned(),
-                ));
+                return Err((at("command"), McpError::EmptyCommand));
             }
             let cwd = match raw.cwd {
                 Some(cwd) => {
                     let path = base.join(&cwd);
                     if !path.is_dir() {
-                        return Err((
-                            at("cwd"),
-                            format!(
-                                "{} is not a folder; fix the path (relative paths are relative to piton.toml)",
-                                path.display()
-                            ),
-                        ));
+                        return Err((at("cwd"), McpError::Cwd(path)));
                     }
                     Some(path)
                 }
@@ -228,9 +273,9 @@ pub(crate) fn parse_mcp(
             };
             let mut vars = BTreeMap::new();
             for (var, value) in raw.env.unwrap_or_default() {
-                piton_wit::check_env_name(&var).map_err(|e| (at("env"), e.to_string()))?;
-                let value =
-                    parse_env_template(&value, env).map_err(|m| (at(&format!("env.{var}")), m))?;
+                piton_wit::check_env_name(&var).map_err(|e| (at("env"), e.into()))?;
+                let value = parse_env_template(&value, env)
+                    .map_err(|e| (at(&format!("env.{var}")), e.into()))?;
                 vars.insert(var, value);
             }
             UpstreamConnect::Stdio(StdioCommand {
@@ -247,32 +292,26 @@ pub(crate) fn parse_mcp(
                 (raw.env.is_some(), "env"),
             ] {
                 if given {
-                    return Err((
-                        at(sub),
-                        format!("`{sub}` is for `command` servers; a `url` server gets `headers`"),
-                    ));
+                    return Err((at(sub), McpError::ForCommand(sub)));
                 }
             }
             let mut headers = BTreeMap::new();
             for (header, value) in raw.headers.unwrap_or_default() {
                 let value = parse_env_template(&value, env)
-                    .map_err(|m| (at(&format!("headers.{header}")), m))?;
+                    .map_err(|e| (at(&format!("headers.{header}")), e.into()))?;
                 headers.insert(header, value);
             }
             UpstreamConnect::Http { url, headers }
         }
     };
     let timeout = match raw.timeout {
-        Some(t) => Some(parse_duration(&t).map_err(|m| (at("timeout"), m))?),
+        Some(t) => Some(parse_duration(&t).map_err(|e| (at("timeout"), e.into()))?),
         None => None,
     };
     if let Some(tools) = &raw.tools
         && let Some(bad) = tools.iter().find(|t| t.trim().is_empty())
     {
-        return Err((
-            at("tools"),
-            format!("{bad:?} is not a tool name; list the server's tool names"),
-        ));
+        return Err((at("tools"), McpError::ToolName(bad.clone())));
     }
     let config = UpstreamConfig {
         connect,
@@ -282,7 +321,7 @@ pub(crate) fn parse_mcp(
     };
     // The same checks the library makes (URL, header names and values).
     if let UpstreamConnect::Http { url, headers } = &config.connect {
-        check_http(url, headers).map_err(|message| (key, message))?;
+        check_http(url, headers).map_err(|e| (key, e))?;
     }
     Ok(config)
 }
@@ -297,13 +336,14 @@ mod tests {
         mcp: BTreeMap<String, UpstreamConfig>,
     }
 
-    fn parse(text: &str) -> Result<Parsed, (String, String)> {
-        #[derive(Deserialize)]
-        struct File {
-            mcp: BTreeMap<String, RawMcp>,
-        }
+    #[derive(Deserialize)]
+    struct File {
+        mcp: BTreeMap<String, RawMcp>,
+    }
+
+    fn parse(text: &str) -> Result<Parsed, (String, McpError)> {
         let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_owned());
-        let file: File = toml::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
+        let file: File = toml::from_str(text).expect("[mcp.*] sections");
         let mut mcp = BTreeMap::new();
         for (name, raw) in file.mcp {
             let section = parse_mcp(&name, raw, &std::env::temp_dir(), &env)?;
@@ -312,7 +352,7 @@ mod tests {
         Ok(Parsed { mcp })
     }
 
-    fn error(text: &str) -> (String, String) {
+    fn error(text: &str) -> (String, McpError) {
         parse(text).expect_err(text)
     }
 
@@ -376,57 +416,97 @@ mod tests {
         assert_eq!(config.mcp["remote"].timeout, None);
     }
 
+    /// A section, the key at fault, a part of the message and the variant.
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&McpError) -> bool,
+    );
+
     #[test]
     fn errors_name_the_key_and_the_fix() {
-        let cases = [
-            ("[mcp.a__b]\ncommand = \"x\"", "mcp.a__b", "__"),
-            ("[mcp.a]\n", "mcp.a", "needs `command`"),
+        let cases: &[Case] = &[
+            ("[mcp.a__b]\ncommand = \"x\"", "mcp.a__b", "__", |e| {
+                matches!(e, McpError::Name(GroupNameError::Underscores(_)))
+            }),
+            ("[mcp.a]\n", "mcp.a", "needs `command`", |e| {
+                matches!(e, McpError::NoCommandOrUrl)
+            }),
             (
                 "[mcp.a]\ncommand = \"x\"\nurl = \"http://h/mcp\"",
                 "mcp.a",
                 "both",
+                |e| matches!(e, McpError::CommandAndUrl),
             ),
-            ("[mcp.a]\ncommand = \"  \"", "mcp.a.command", "is empty"),
-            ("[mcp.a]\ncommand = \"x 'open\"", "mcp.a.command", "quote"),
+            (
+                "[mcp.a]\ncommand = \"  \"",
+                "mcp.a.command",
+                "is empty",
+                |e| matches!(e, McpError::EmptyCommand),
+            ),
+            (
+                "[mcp.a]\ncommand = \"x 'open\"",
+                "mcp.a.command",
+                "quote",
+                |e| matches!(e, McpError::Value(ValueError::UnclosedQuote { .. })),
+            ),
             (
                 "[mcp.a]\ncommand = \"x\"\nheaders = {A = \"b\"}",
                 "mcp.a.headers",
                 "for `url`",
+                |e| matches!(e, McpError::HeadersForCommand),
             ),
             (
                 "[mcp.a]\nurl = \"http://h/mcp\"\nenv = {A = \"b\"}",
                 "mcp.a.env",
                 "for `command`",
+                |e| matches!(e, McpError::ForCommand("env")),
             ),
-            ("[mcp.a]\nurl = \"ftp://h/mcp\"", "mcp.a", "http://"),
-            ("[mcp.a]\nurl = \"not a url\"", "mcp.a", "not a URL"),
+            ("[mcp.a]\nurl = \"ftp://h/mcp\"", "mcp.a", "http://", |e| {
+                matches!(e, McpError::Scheme(_))
+            }),
+            ("[mcp.a]\nurl = \"not a url\"", "mcp.a", "not a URL", |e| {
+                matches!(e, McpError::NotAUrl { .. })
+            }),
             (
                 "[mcp.a]\nurl = \"http://h/\"\nheaders = {A = \"${NOPE}\"}",
                 "mcp.a.headers.A",
                 "NOPE is not set",
+                |e| matches!(e, McpError::Value(ValueError::UnsetVariable(_))),
             ),
             (
                 "[mcp.a]\ncommand = \"x\"\ntimeout = \"soon\"",
                 "mcp.a.timeout",
                 "",
+                |e| matches!(e, McpError::Value(ValueError::Duration(_))),
             ),
             (
                 "[mcp.a]\ncommand = \"x\"\ncwd = \"no/such/dir\"",
                 "mcp.a.cwd",
                 "not a folder",
+                |e| matches!(e, McpError::Cwd(_)),
             ),
             (
                 "[mcp.a]\ncommand = \"x\"\ntools = [\"\"]",
                 "mcp.a.tools",
                 "not a tool name",
+                |e| matches!(e, McpError::ToolName(_)),
             ),
         ];
-        for (text, key, message) in cases {
-            let (got_key, got_message) = error(text);
-            assert_eq!(got_key, key, "{text}: {got_message}");
-            assert!(got_message.contains(message), "{text}: {got_message}");
+        for (text, key, message, is) in cases {
+            let (got_key, got) = error(text);
+            assert_eq!(got_key, *key, "{text}: {got}");
+            assert!(is(&got), "{text}: {got:?}");
+            let shown = got.to_string();
+            assert!(shown.contains(message), "{text}: {shown}");
         }
-        let (_, message) = error("[mcp.a]\ncommand = \"x\"\nport = 3");
-        assert!(message.contains("unknown field `port`"), "{message}");
+        let unknown = toml::from_str::<File>("[mcp.a]\ncommand = \"x\"\nport = 3")
+            .err()
+            .expect("unknown key");
+        assert!(
+            unknown.to_string().contains("unknown field `port`"),
+            "{unknown}"
+        );
     }
 }

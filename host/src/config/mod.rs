@@ -32,6 +32,7 @@ use serde::Deserialize;
 pub mod approve;
 pub mod audit;
 pub mod cache;
+mod error;
 mod hint_overrides;
 pub mod mcp;
 pub mod pins;
@@ -54,6 +55,14 @@ use crate::grants::{Grants, Mount, MountMode};
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
 use crate::tool::check_tool_name;
+
+pub use self::audit::AuditError;
+pub use self::error::{ConfigError, ConfigProblem};
+pub use self::mcp::McpError;
+pub use self::pins::PinError;
+pub use self::runtime::RuntimeError;
+pub use self::values::ValueError;
+pub use crate::nolinks::MountError;
 
 /// A parsed piton.toml.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -98,18 +107,6 @@ pub struct ToolConfig {
     pub from: Option<String>,
     /// `approve = "…"`: when this tool's calls are asked about, over `[approve] ask`.
     pub approve: Option<self::approve::AskMode>,
-}
-
-/// A piton.toml that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {key}: {message}", .file.display())]
-pub struct ConfigError {
-    /// The file.
-    pub file: PathBuf,
-    /// The key, such as `tools.read_file.mounts[0].host`; empty for the whole file.
-    pub key: String,
-    /// What is wrong and how to fix it.
-    pub message: String,
 }
 
 #[derive(Deserialize)]
@@ -174,7 +171,7 @@ impl Config {
         let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
             file: file.to_path_buf(),
             key: String::new(),
-            message: format!("cannot read it: {e}"),
+            problem: ConfigProblem::Read(e),
         })?;
         Self::parse(&text, file, &|name| std::env::var(name).ok())
     }
@@ -186,15 +183,23 @@ impl Config {
         file: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let fail = |key: String, message: String| ConfigError {
+        Self::parse_keyed(text, file, env).map_err(|(key, problem)| ConfigError {
             file: file.to_path_buf(),
             key,
-            message,
-        };
+            problem,
+        })
+    }
+
+    /// [`Config::parse`], an error being the key and the mistake.
+    fn parse_keyed(
+        text: &str,
+        file: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, KeyError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             fail(
                 String::new(),
-                e.to_string().trim_end().replace('\n', "\n    "),
+                ConfigProblem::Toml(e.to_string().trim_end().replace('\n', "\n    ")),
             )
         })?;
         let base = file.parent().unwrap_or(Path::new("."));
@@ -236,7 +241,13 @@ impl Config {
     }
 }
 
-type KeyError = (String, String);
+/// On error: the key at fault (`tools.a.memory`) and the mistake.
+type KeyError = (String, ConfigProblem);
+
+/// `problem` at `key`.
+fn fail(key: String, problem: impl Into<ConfigProblem>) -> KeyError {
+    (key, problem.into())
+}
 
 fn parse_tool(
     raw: RawTool,
@@ -248,14 +259,11 @@ fn parse_tool(
     let mut mounts: Vec<Mount> = Vec::new();
     for (i, m) in raw.mounts.into_iter().enumerate() {
         let mount =
-            parse_mount(m, base).map_err(|(sub, msg)| (format!("{key}.mounts[{i}].{sub}"), msg))?;
+            parse_mount(m, base).map_err(|(sub, e)| (format!("{key}.mounts[{i}].{sub}"), e))?;
         if mounts.iter().any(|other| other.guest == mount.guest) {
-            return Err((
+            return Err(fail(
                 format!("{key}.mounts[{i}].guest"),
-                format!(
-                    "{} is mounted twice; give each mount its own guest path",
-                    mount.guest
-                ),
+                ConfigProblem::MountedTwice(mount.guest),
             ));
         }
         mounts.push(mount);
@@ -263,16 +271,16 @@ fn parse_tool(
     let mut network = Vec::new();
     for (i, entry) in raw.network.into_iter().enumerate() {
         let grant = parse_net_entry(entry, env)
-            .map_err(|(sub, msg)| (format!("{key}.network[{i}]{sub}"), msg))?;
+            .map_err(|(sub, e)| fail(format!("{key}.network[{i}]{sub}"), e))?;
         network.push(grant);
     }
     for name in raw.env.keys() {
-        piton_wit::check_env_name(name).map_err(|e| (at("env"), e.to_string()))?;
+        piton_wit::check_env_name(name).map_err(|e| fail(at("env"), e))?;
     }
     let mut limits = Limits::default();
     let size = |value: Option<String>, sub: &str, slot: &mut u64| -> Result<(), KeyError> {
         if let Some(v) = value {
-            *slot = parse_size(&v).map_err(|m| (at(sub), m))?;
+            *slot = parse_size(&v).map_err(|e| fail(at(sub), e))?;
         }
         Ok(())
     };
@@ -281,17 +289,17 @@ fn parse_tool(
     size(raw.max_log, "max_log", &mut limits.max_log)?;
     size(raw.max_write, "max_write", &mut limits.max_write)?;
     if let Some(t) = raw.timeout {
-        limits.timeout = parse_duration(&t).map_err(|m| (at("timeout"), m))?;
+        limits.timeout = parse_duration(&t).map_err(|e| fail(at("timeout"), e))?;
     }
     if let Some(name) = &raw.name {
-        check_tool_name(name).map_err(|m| (at("name"), m))?;
+        check_tool_name(name).map_err(|e| fail(at("name"), e))?;
     }
     if let Some(file) = &raw.from {
-        crate::name_claims::check_from(file).map_err(|m| (at("from"), m))?;
+        crate::name_claims::check_from(file).map_err(|e| fail(at("from"), e))?;
     }
     let approve = raw
         .approve
-        .map(|mode| self::approve::AskMode::parse(&mode).map_err(|m| (at("approve"), m)))
+        .map(|mode| self::approve::AskMode::parse(&mode).map_err(|e| (at("approve"), e.into())))
         .transpose()?;
     Ok(ToolConfig {
         grants: Grants {
@@ -317,20 +325,14 @@ fn parse_tool(
 
 fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {
     let host =
-        crate::nolinks::mount_host(&base.join(&raw.host)).map_err(|m| ("host".to_owned(), m))?;
+        crate::nolinks::mount_host(&base.join(&raw.host)).map_err(|e| fail("host".into(), e))?;
     let guest = Path::new(&raw.guest);
     let clean = guest.is_absolute()
         && guest
             .components()
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
     if !clean {
-        return Err((
-            "guest".to_owned(),
-            format!(
-                "{:?} must be an absolute path without `.` or `..`, such as \"/data\"",
-                raw.guest
-            ),
-        ));
+        return Err(fail("guest".into(), ConfigProblem::GuestPath(raw.guest)));
     }
     Ok(Mount {
         host,
@@ -340,206 +342,4 @@ fn parse_mount(raw: RawMount, base: &Path) -> Result<Mount, KeyError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        let dir = std::env::temp_dir();
-        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_owned());
-        Config::parse(text, &dir.join("piton.toml"), &env)
-    }
-
-    #[test]
-    fn an_empty_file_grants_nothing() {
-        assert_eq!(parse("").unwrap().tools.len(), 0);
-        let tool = &parse("[tools.a]").unwrap().tools["a"];
-        assert_eq!(tool, &ToolConfig::default());
-    }
-
-    #[test]
-    fn a_full_tool_section_parses_into_types() {
-        let config = parse(
-            r#"
-            [tools.fetch_url]
-            mounts = [{ host = ".", guest = "/tmp", mode = "write" }]
-            network = ["api.example.com:443", { host = "127.0.0.1:8080", headers = { Authorization = "Bearer ${TOKEN}" } }, { host = "db.example.com:5432", tcp = true }]
-            env = { LANG = "C" }
-            memory = "32MiB"
-            timeout = "5s"
-            max_output = "1MiB"
-            max_log = "4KiB"
-            max_write = "2MiB"
-            on_trap = "error"
-            name = "fetch"
-            description = "Fetch a page"
-            parallel = false
-            open_world = true
-            destructive = false
-            "#,
-        )
-        .unwrap();
-        let tool = &config.tools["fetch_url"];
-        assert_eq!(tool.grants.mounts[0].guest, "/tmp");
-        assert_eq!(tool.grants.mounts[0].mode, MountMode::Write);
-        assert!(tool.grants.mounts[0].host.is_absolute());
-        assert_eq!(tool.grants.network[0].to_string(), "api.example.com:443");
-        assert_eq!(
-            tool.grants.network[1].headers[0].1.expose(),
-            "Bearer s3cret"
-        );
-        assert!(!tool.grants.network[1].tcp);
-        assert!(tool.grants.network[2].tcp);
-        assert_eq!(
-            tool.grants.network[2].to_string(),
-            "db.example.com:5432 +tcp"
-        );
-        assert_eq!(tool.grants.env, [("LANG".to_owned(), "C".to_owned())]);
-        assert_eq!(tool.limits.memory, 32 << 20);
-        assert_eq!(tool.limits.timeout, std::time::Duration::from_secs(5));
-        assert_eq!(tool.limits.max_output, 1 << 20);
-        assert_eq!(tool.limits.max_log, 4 << 10);
-        assert_eq!(tool.limits.max_write, 2 << 20);
-        assert_eq!(tool.on_trap, OnTrap::Error);
-        assert_eq!(tool.name.as_deref(), Some("fetch"));
-        assert_eq!(tool.parallel, Some(false));
-        assert_eq!(tool.hints.destructive, Some(false));
-    }
-
-    #[test]
-    fn errors_name_the_key_and_the_fix() {
-        let cases = [
-            ("[tools.a]\nmount = []", "", "unknown field `mount`"),
-            ("[tool.a]", "", "unknown field `tool`"),
-            (
-                "[tools.a]\nmounts = [{ host = \"/no/such/dir\", guest = \"/d\", mode = \"read\" }]",
-                "tools.a.mounts[0].host",
-                "create the folder",
-            ),
-            (
-                "[tools.a]\nmounts = [{ host = \".\", guest = \"d\", mode = \"read\" }]",
-                "tools.a.mounts[0].guest",
-                "absolute path",
-            ),
-            (
-                "[tools.a]\nmounts = [{ host = \".\", guest = \"/d/../e\", mode = \"read\" }]",
-                "tools.a.mounts[0].guest",
-                "without `.` or `..`",
-            ),
-            (
-                "[tools.a]\nmounts = [{ host = \".\", guest = \"/d\", mode = \"rw\" }]",
-                "",
-                "use \"read\" or \"write\"",
-            ),
-            (
-                "[tools.a]\nmounts = [{ host = \".\", guest = \"/d\", mode = \"read\" }, { host = \".\", guest = \"/d\", mode = \"read\" }]",
-                "tools.a.mounts[1].guest",
-                "mounted twice",
-            ),
-            (
-                "[tools.a]\nnetwork = [\"example.com\"]",
-                "tools.a.network[0]",
-                "has no port",
-            ),
-            (
-                "[tools.a]\nnetwork = [{ host = \"a.com:1\", headers = { X = \"${NOPE}\" } }]",
-                "tools.a.network[0].headers.X",
-                "NOPE is not set",
-            ),
-            (
-                "[tools.a]\nnetwork = [{ host = \"a.com:1\", tpc = true }]",
-                "tools.a.network[0].tpc",
-                "unknown key \"tpc\"",
-            ),
-            (
-                "[tools.a]\nnetwork = [{ host = \"a.com:1\", tcp = \"yes\" }]",
-                "tools.a.network[0].tcp",
-                "tcp = true",
-            ),
-            (
-                "[tools.a]\nnetwork = [{ tcp = true }]",
-                "tools.a.network[0].host",
-                "host = ",
-            ),
-            (
-                "[tools.a]\nnetwork = [{ host = \"a.com:1\", headers = { X = 1 } }]",
-                "tools.a.network[0].headers.X",
-                "a string",
-            ),
-            (
-                "[tools.a]\nnetwork = [5]",
-                "tools.a.network[0]",
-                "\"host:port\"",
-            ),
-            (
-                "[tools.a]\nmemory = \"lots\"",
-                "tools.a.memory",
-                "such as \"64MiB\"",
-            ),
-            (
-                "[tools.a]\ntimeout = \"5\"",
-                "tools.a.timeout",
-                "such as \"5s\"",
-            ),
-            (
-                "[tools.a]\non_trap = \"ignore\"",
-                "",
-                "unknown variant `ignore`",
-            ),
-            (
-                "[tools.a]\nname = \"two words\"",
-                "tools.a.name",
-                "is not allowed",
-            ),
-            (
-                "[tools.a]\nenv = { \"A=B\" = \"x\" }",
-                "tools.a.env",
-                "not a variable name",
-            ),
-            ("[tools.a", "", "piton.toml"),
-            (
-                "[tools.a]\nsha256 = \"ab\"",
-                "tools.a.sha256",
-                "not the 64 hexadecimal",
-            ),
-            ("[plugins.\"a.wasm\"]\nsha256 = 1", "", "invalid type"),
-            (
-                "[plugins.\"a.wasm\"]",
-                "plugins.\"a.wasm\".sha256",
-                "is missing",
-            ),
-            (
-                "[plugins.\"a\"]\nsha256 = \"\"",
-                "plugins.\"a\"",
-                "ending in .wasm",
-            ),
-            (
-                "[cache]\nmax_size = \"lots\"",
-                "cache.max_size",
-                "such as \"64MiB\"",
-            ),
-        ];
-        for (text, key, message) in cases {
-            let error = parse(text).unwrap_err();
-            assert_eq!(error.key, key, "{text}: {error}");
-            let shown = error.to_string();
-            assert!(shown.contains(message), "{text}: {shown}");
-            assert!(shown.contains("piton.toml"), "{shown}");
-        }
-    }
-
-    #[test]
-    fn pins_of_files_and_tools_parse_and_a_pin_alone_configures_nothing() {
-        let digest = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08";
-        let config = parse(&format!(
-            "[plugins.\"a.wasm\"]\nsha256 = \"{digest}\"\n[tools.b]\nsha256 = \"{digest}\"\n"
-        ))
-        .unwrap();
-        assert_eq!(
-            config.pins.files["a.wasm"].to_string(),
-            digest.to_lowercase()
-        );
-        assert_eq!(config.pins.tools["b"].to_string(), digest.to_lowercase());
-        assert_eq!(config.tools["b"], ToolConfig::default());
-        assert_eq!(config.cache, CacheSettings::default());
-    }
-}
+mod tests;

@@ -34,24 +34,16 @@ pub struct Sha256([u8; 32]);
 impl Sha256 {
     /// The digest written as 64 hexadecimal digits (either case), or what is wrong
     /// with `text` and how to write it.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let how = "write the 64 hexadecimal digits that `piton inspect NAME` prints \
-                   (or `sha256sum FILE`), such as sha256 = \"9f86d081884c7d65…\"";
+    pub fn parse(text: &str) -> Result<Self, PinError> {
         let digits = text.trim();
         if digits.len() != 64 {
-            return Err(format!(
-                "{:?} is {} characters, not the 64 hexadecimal digits of a SHA-256; {how}",
-                one_line(digits),
-                digits.chars().count()
-            ));
+            return Err(PinError::Length {
+                text: one_line(digits),
+                chars: digits.chars().count(),
+            });
         }
         let mut bytes = [0_u8; 32];
-        hex::decode_to_slice(digits, &mut bytes).map_err(|_| {
-            format!(
-                "{:?} is not hexadecimal (only 0-9 and a-f); {how}",
-                one_line(digits)
-            )
-        })?;
+        hex::decode_to_slice(digits, &mut bytes).map_err(|_| PinError::NotHex(one_line(digits)))?;
         Ok(Self(bytes))
     }
 
@@ -161,6 +153,44 @@ fn one_line(text: &str) -> String {
     text.chars().take(80).collect()
 }
 
+const HOW: &str = "write the 64 hexadecimal digits that `piton inspect NAME` prints \
+                   (or `sha256sum FILE`), such as sha256 = \"9f86d081884c7d65…\"";
+
+/// A pin in piton.toml that cannot be used: a malformed digest, or a
+/// `[plugins."FILE.wasm"]` section that names no file or pins nothing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PinError {
+    /// Not 64 characters long: what was written (its first 80 characters) and its
+    /// length.
+    #[error(
+        "{text:?} is {chars} characters, not the 64 hexadecimal digits of a SHA-256; {how}",
+        how = HOW
+    )]
+    Length {
+        /// What was written, cut to 80 characters.
+        text: String,
+        /// How many characters it has.
+        chars: usize,
+    },
+    /// 64 characters, not all hexadecimal digits (cut to 80 characters).
+    #[error("{0:?} is not hexadecimal (only 0-9 and a-f); {how}", how = HOW)]
+    NotHex(String),
+    /// A `[plugins."…"]` section whose name is not a `.wasm` file name alone.
+    #[error(
+        "a pin names a file of the plugins folder by its file name alone, ending in .wasm, \
+         such as [plugins.\"word_count.wasm\"] (piton loads only the .wasm files directly in \
+         that folder)"
+    )]
+    FileName,
+    /// A `[plugins."FILE.wasm"]` section without `sha256`.
+    #[error(
+        "is missing: a [plugins.\"FILE.wasm\"] section pins the file; write sha256 = \"…\" \
+         with the digest `piton inspect` prints, or remove the section"
+    )]
+    Missing,
+}
+
 /// A `[plugins."FILE.wasm"]` section as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -169,7 +199,7 @@ pub(crate) struct RawPlugin {
 }
 
 /// On error: the key (`plugins."a.wasm".sha256`) and what is wrong with it.
-type KeyError = (String, String);
+type KeyError = (String, PinError);
 
 /// The file pins of the `[plugins."FILE.wasm"]` sections, by file name.
 pub(crate) fn parse_files(
@@ -182,23 +212,12 @@ pub(crate) fn parse_files(
         let plain = path.file_name().is_some_and(|f| f == path.as_os_str())
             && path.extension().is_some_and(|e| e == "wasm");
         if !plain {
-            return Err((
-                key,
-                "a pin names a file of the plugins folder by its file name alone, ending in \
-                 .wasm, such as [plugins.\"word_count.wasm\"] (piton loads only the .wasm \
-                 files directly in that folder)"
-                    .to_owned(),
-            ));
+            return Err((key, PinError::FileName));
         }
         let Some(text) = section.sha256 else {
-            return Err((
-                format!("{key}.sha256"),
-                "is missing: a [plugins.\"FILE.wasm\"] section pins the file; write \
-                 sha256 = \"…\" with the digest `piton inspect` prints, or remove the section"
-                    .to_owned(),
-            ));
+            return Err((format!("{key}.sha256"), PinError::Missing));
         };
-        let sha256 = Sha256::parse(&text).map_err(|m| (format!("{key}.sha256"), m))?;
+        let sha256 = Sha256::parse(&text).map_err(|e| (format!("{key}.sha256"), e))?;
         files.insert(name, sha256);
     }
     Ok(files)
@@ -224,18 +243,32 @@ mod tests {
 
     #[test]
     fn a_malformed_digest_says_what_to_write() {
-        for (text, says) in [
-            (String::new(), "is 0 characters"),
-            ("abc".to_owned(), "is 3 characters"),
-            (DIGEST[..63].to_owned(), "is 63 characters"),
-            (format!("{DIGEST}0"), "is 65 characters"),
-            (format!("sha256:{}", &DIGEST[7..]), "not hexadecimal"),
-            (DIGEST.replace('9', "g"), "not hexadecimal"),
+        let length = |text: &str| PinError::Length {
+            text: text.to_owned(),
+            chars: text.len(),
+        };
+        let long = format!("{DIGEST}0");
+        let prefixed = format!("sha256:{}", &DIGEST[7..]);
+        let not_hex = DIGEST.replace('9', "g");
+        for (text, expected) in [
+            ("", length("")),
+            ("abc", length("abc")),
+            (&DIGEST[..63], length(&DIGEST[..63])),
+            (&long, length(&long)),
+            (&prefixed, PinError::NotHex(prefixed.clone())),
+            (&not_hex, PinError::NotHex(not_hex.clone())),
         ] {
-            let error = Sha256::parse(&text).expect_err(&text);
-            assert!(error.contains(says), "{text}: {error}");
-            assert!(error.contains("piton inspect"), "{error}");
+            assert_eq!(Sha256::parse(text), Err(expected), "{text}");
         }
+        assert_eq!(
+            length("abc").to_string(),
+            "\"abc\" is 3 characters, not the 64 hexadecimal digits of a SHA-256; write the 64 \
+             hexadecimal digits that `piton inspect NAME` prints (or `sha256sum FILE`), such as \
+             sha256 = \"9f86d081884c7d65…\""
+        );
+        let shown = PinError::NotHex(not_hex.clone()).to_string();
+        assert!(shown.contains("not hexadecimal"), "{shown}");
+        assert!(shown.contains("piton inspect"), "{shown}");
     }
 
     #[test]
@@ -269,31 +302,40 @@ mod tests {
         };
         let files = parse_files(raw("a.wasm", Some(DIGEST))).expect("parses");
         assert_eq!(files["a.wasm"].to_string(), DIGEST);
-        for (name, sha256, key, says) in [
+        let short = PinError::Length {
+            text: "12".into(),
+            chars: 2,
+        };
+        for (name, sha256, key, expected) in [
             (
                 "sub/a.wasm",
                 Some(DIGEST),
                 "plugins.\"sub/a.wasm\"",
-                "file name alone",
+                PinError::FileName,
             ),
             (
                 "a.txt",
                 Some(DIGEST),
                 "plugins.\"a.txt\"",
-                "ending in .wasm",
+                PinError::FileName,
             ),
-            ("..", Some(DIGEST), "plugins.\"..\"", "file name alone"),
-            ("a.wasm", None, "plugins.\"a.wasm\".sha256", "is missing"),
+            ("..", Some(DIGEST), "plugins.\"..\"", PinError::FileName),
             (
                 "a.wasm",
-                Some("12"),
+                None,
                 "plugins.\"a.wasm\".sha256",
-                "2 characters",
+                PinError::Missing,
             ),
+            ("a.wasm", Some("12"), "plugins.\"a.wasm\".sha256", short),
         ] {
-            let (got, message) = parse_files(raw(name, sha256)).expect_err(name);
-            assert_eq!(got, key, "{name}: {message}");
-            assert!(message.contains(says), "{name}: {message}");
+            let got = parse_files(raw(name, sha256)).expect_err(name);
+            assert_eq!(got, (key.to_owned(), expected), "{name}");
         }
+        let shown = PinError::FileName.to_string();
+        assert!(
+            shown.contains("file name alone, ending in .wasm"),
+            "{shown}"
+        );
+        assert!(PinError::Missing.to_string().starts_with("is missing"));
     }
 }

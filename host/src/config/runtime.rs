@@ -12,7 +12,7 @@
 
 use serde::Deserialize;
 
-use crate::config::values::parse_size;
+use crate::config::values::{ValueError, parse_size};
 
 /// The most instances a runtime may be sized for. Each reserves two memory slots of
 /// 4 GiB of address space (not memory): 1024 instances are 8 TiB of the 128 TiB a
@@ -49,8 +49,32 @@ pub(crate) struct RawRuntime {
     max_queued: Option<i64>,
 }
 
+/// A `[runtime]` value out of its range, or not a size.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// A count (`max_instances`, `max_queued`) outside `min..=max`.
+    #[error("{value} is out of range: give {min} to {max} {what}")]
+    Count {
+        /// What was written.
+        value: i64,
+        /// The least allowed.
+        min: u32,
+        /// The most allowed.
+        max: u32,
+        /// What is counted: `instances`, `calls`.
+        what: &'static str,
+    },
+    /// `max_memory` outside 64 KiB to 4 GiB: what was written.
+    #[error("{0:?} is out of range: give 64KiB to 4GiB (a WebAssembly memory is at most 4 GiB)")]
+    Memory(String),
+    /// `max_memory` is not a size.
+    #[error(transparent)]
+    Size(#[from] ValueError),
+}
+
 /// On error: the key (`runtime.max_memory`) and what is wrong with it.
-type KeyError = (String, String);
+type KeyError = (String, RuntimeError);
 
 impl RuntimeSettings {
     /// The settings of a `[runtime]` table, each checked against its bounds.
@@ -60,26 +84,23 @@ impl RuntimeSettings {
             .max_instances
             .map(|n| count(n, 1, MAX_INSTANCES, "instances"))
             .transpose()
-            .map_err(|m| (key("max_instances"), m))?;
+            .map_err(|e| (key("max_instances"), e))?;
         let max_queued = raw
             .max_queued
             .map(|n| count(n, 0, MAX_QUEUED, "calls"))
             .transpose()
-            .map_err(|m| (key("max_queued"), m))?;
+            .map_err(|e| (key("max_queued"), e))?;
         let max_memory = raw
             .max_memory
             .map(|text| {
                 let bytes = parse_size(&text)?;
                 if !(MIN_MEMORY..=MAX_MEMORY).contains(&bytes) {
-                    return Err(format!(
-                        "{text:?} is out of range: give 64KiB to 4GiB (a WebAssembly memory \
-                         is at most 4 GiB)"
-                    ));
+                    return Err(RuntimeError::Memory(text));
                 }
                 Ok(bytes)
             })
             .transpose()
-            .map_err(|m| (key("max_memory"), m))?;
+            .map_err(|e| (key("max_memory"), e))?;
         Ok(Self {
             max_instances,
             max_memory,
@@ -88,12 +109,17 @@ impl RuntimeSettings {
     }
 }
 
-/// `n` as a count from `min` to `max`, or what to write instead.
-fn count(n: i64, min: u32, max: u32, what: &str) -> Result<u32, String> {
-    u32::try_from(n)
+/// `value` as a count from `min` to `max`, or what to write instead.
+fn count(value: i64, min: u32, max: u32, what: &'static str) -> Result<u32, RuntimeError> {
+    u32::try_from(value)
         .ok()
         .filter(|n| (min..=max).contains(n))
-        .ok_or_else(|| format!("{n} is out of range: give {min} to {max} {what}"))
+        .ok_or(RuntimeError::Count {
+            value,
+            min,
+            max,
+            what,
+        })
 }
 
 #[cfg(test)]
@@ -101,7 +127,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<RuntimeSettings, KeyError> {
-        let raw: RawRuntime = toml::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
+        let raw: RawRuntime = toml::from_str(text).expect("a [runtime] table");
         RuntimeSettings::parse(raw)
     }
 
@@ -128,44 +154,63 @@ mod tests {
 
     #[test]
     fn errors_name_the_key_and_the_range() {
-        for (text, key, message) in [
+        let count = |value, min, max, what| RuntimeError::Count {
+            value,
+            min,
+            max,
+            what,
+        };
+        for (text, key, expected) in [
             (
                 "max_instances = 0",
                 "runtime.max_instances",
-                "give 1 to 1024",
+                count(0, 1, 1024, "instances"),
             ),
             (
                 "max_instances = 5000",
                 "runtime.max_instances",
-                "give 1 to 1024",
+                count(5000, 1, 1024, "instances"),
             ),
             (
                 "max_instances = -1",
                 "runtime.max_instances",
-                "out of range",
+                count(-1, 1, 1024, "instances"),
             ),
-            ("max_queued = -3", "runtime.max_queued", "give 0 to 1048576"),
+            (
+                "max_queued = -3",
+                "runtime.max_queued",
+                count(-3, 0, 1 << 20, "calls"),
+            ),
             (
                 "max_memory = \"8GiB\"",
                 "runtime.max_memory",
-                "64KiB to 4GiB",
+                RuntimeError::Memory("8GiB".into()),
             ),
             (
                 "max_memory = \"1KiB\"",
                 "runtime.max_memory",
-                "64KiB to 4GiB",
+                RuntimeError::Memory("1KiB".into()),
             ),
             (
                 "max_memory = \"lots\"",
                 "runtime.max_memory",
-                "such as \"64MiB\"",
+                RuntimeError::Size(ValueError::Size("lots".into())),
             ),
         ] {
-            let (got_key, got) = parse(text).expect_err(text);
-            assert_eq!(got_key, key, "{text}: {got}");
-            assert!(got.contains(message), "{text}: {got}");
+            assert_eq!(parse(text), Err((key.to_owned(), expected)), "{text}");
         }
-        let (_, unknown) = parse("instances = 3").expect_err("unknown key");
-        assert!(unknown.contains("unknown field `instances`"), "{unknown}");
+        assert_eq!(
+            count(5000, 1, 1024, "instances").to_string(),
+            "5000 is out of range: give 1 to 1024 instances"
+        );
+        assert_eq!(
+            RuntimeError::Memory("8GiB".into()).to_string(),
+            "\"8GiB\" is out of range: give 64KiB to 4GiB (a WebAssembly memory is at most 4 GiB)"
+        );
+        let unknown = toml::from_str::<RawRuntime>("instances = 3").expect_err("unknown key");
+        assert!(
+            unknown.to_string().contains("unknown field `instances`"),
+            "{unknown}"
+        );
     }
 }

@@ -34,7 +34,7 @@ impl ApprovalKey {
     /// A key from a secret of at least
     /// [`MIN_KEY_BYTES`](crate::config::approve::MIN_KEY_BYTES) bytes.
     pub fn from_secret(secret: &[u8]) -> Result<Self, String> {
-        crate::config::approve::check_key(secret)?;
+        crate::config::approve::check_key(secret).map_err(|e| e.to_string())?;
         Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, secret)))
     }
 

@@ -35,23 +35,74 @@ pub(super) fn check(config: &Config) -> FileCheck {
         .filter(|(_, tool)| !tool.grants.mounts.is_empty())
         .map(|(name, tool)| (name.clone(), tool.grants.clone()))
         .collect();
-    Arc::new(move |path, file| check_entry(path, file, &writers))
+    Arc::new(move |path, file| check_entry(path, file, &writers).map_err(|e| e.to_string()))
+}
+
+/// Why an entry of the plugins folder is refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+enum EntryError {
+    /// Its metadata cannot be read.
+    #[error("cannot read what it is ({0})")]
+    Unreadable(#[source] std::io::Error),
+    /// It has more than one name.
+    #[error(
+        "it has {0} hard links (names of the same file): another name, in a folder a tool may \
+         write, would let that tool change the plugin; copy the file into the plugins folder \
+         (cp, not ln) so that it has one name"
+    )]
+    HardLinks(u64),
+    /// It is a link, and a tool's "write" mount reaches the file or a link on the way.
+    #[error(
+        "it is a symbolic link to {}, and piton.toml [tools.{tool}] mounts[{index}] ({}, mode \
+         = \"write\") {how} {}: that tool could replace the plugin, and the next load would \
+         run its code; copy the file into the plugins folder instead of linking it, or grant \
+         that mount mode = \"read\"",
+        .target.display(),
+        .mount.display(),
+        .place.display()
+    )]
+    Writable {
+        /// The file the links lead to.
+        target: PathBuf,
+        /// The tool whose mount reaches it.
+        tool: String,
+        /// The mount's index in that tool's mounts.
+        index: usize,
+        /// The mount's folder.
+        mount: PathBuf,
+        /// "holds", "lies inside" or "is on the way to".
+        how: &'static str,
+        /// The link or file reached.
+        place: PathBuf,
+    },
+    /// The path led elsewhere after the open.
+    #[error("it changed while it was being loaded (a link pointed elsewhere); load again")]
+    Changed,
+    /// More links than the system follows.
+    #[error("it leads through over {MAX_LINKS} symbolic links")]
+    TooManyLinks,
+    /// A link on the way cannot be read.
+    #[error("cannot read the link {} ({error})", .at.display())]
+    Link {
+        /// The link.
+        at: PathBuf,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
 }
 
 fn check_entry(
     path: &Path,
     file: &std::fs::File,
     writers: &[(String, Grants)],
-) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("cannot read what it is ({e})");
+) -> Result<(), EntryError> {
+    let fail = EntryError::Unreadable;
     let meta = file.metadata().map_err(fail)?;
     let links = hard_links(&meta);
     if links > 1 {
-        return Err(format!(
-            "it has {links} hard links (names of the same file): another name, in a folder a \
-             tool may write, would let that tool change the plugin; copy the file into the \
-             plugins folder (cp, not ln) so that it has one name"
-        ));
+        return Err(EntryError::HardLinks(links));
     }
     let chain = link_chain(path)?;
     if let Some(target) = chain.last() {
@@ -63,32 +114,26 @@ fn check_entry(
             let Some(reach) = places.reached_by(grants) else {
                 continue;
             };
-            return Err(format!(
-                "it is a symbolic link to {}, and piton.toml [tools.{name}] mounts[{}] ({}, \
-                 mode = \"write\") {} {}: that tool could replace the plugin, and the next load \
-                 would run its code; copy the file into the plugins folder instead of linking \
-                 it, or grant that mount mode = \"read\"",
-                target.display(),
-                reach.index,
-                reach.mount.display(),
-                reach.how,
-                reach.place.display(),
-            ));
+            return Err(EntryError::Writable {
+                target: target.clone(),
+                tool: name.clone(),
+                index: reach.index,
+                mount: reach.mount.to_path_buf(),
+                how: reach.how,
+                place: reach.place.to_path_buf(),
+            });
         }
     }
     // The file read is the one checked: a link changed since the open is refused.
     let now = std::fs::metadata(path).map_err(fail)?;
     if identity(&now) != identity(&meta) {
-        return Err(
-            "it changed while it was being loaded (a link pointed elsewhere); load again"
-                .to_owned(),
-        );
+        return Err(EntryError::Changed);
     }
     Ok(())
 }
 
 /// Each path the symbolic links from `path` lead to, in order (none for a file).
-fn link_chain(path: &Path) -> Result<Vec<PathBuf>, String> {
+fn link_chain(path: &Path) -> Result<Vec<PathBuf>, EntryError> {
     let mut chain = Vec::new();
     let mut at = path.to_path_buf();
     loop {
@@ -97,10 +142,12 @@ fn link_chain(path: &Path) -> Result<Vec<PathBuf>, String> {
             return Ok(chain);
         }
         if chain.len() == MAX_LINKS {
-            return Err(format!("it leads through over {MAX_LINKS} symbolic links"));
+            return Err(EntryError::TooManyLinks);
         }
-        let target = std::fs::read_link(&at)
-            .map_err(|e| format!("cannot read the link {} ({e})", at.display()))?;
+        let target = std::fs::read_link(&at).map_err(|error| EntryError::Link {
+            at: at.clone(),
+            error,
+        })?;
         at = match at.parent() {
             Some(folder) => folder.join(target),
             None => target,
@@ -151,7 +198,7 @@ mod tests {
         )]
     }
 
-    fn checked(path: &Path, writers: &[(String, Grants)]) -> Result<(), String> {
+    fn checked(path: &Path, writers: &[(String, Grants)]) -> Result<(), EntryError> {
         check_entry(
             path,
             &std::fs::File::open(path).expect("the entry opens"),
@@ -180,22 +227,30 @@ mod tests {
 
         let write = granting(&w, MountMode::Write);
         for name in ["plain.wasm", "b.wasm"] {
-            assert_eq!(checked(&plugins.join(name), &write), Ok(()), "{name}");
+            let checked = checked(&plugins.join(name), &write);
+            assert!(checked.is_ok(), "{name}: {checked:?}");
         }
         for name in ["a.wasm", "c.wasm"] {
             let error = checked(&plugins.join(name), &write).unwrap_err();
-            assert!(error.contains("[tools.t] mounts[0]"), "{name}: {error}");
             assert!(
-                error.contains("copy the file into the plugins folder"),
-                "{error}"
+                matches!(&error, EntryError::Writable { tool, index: 0, .. } if tool == "t"),
+                "{name}: {error:?}"
+            );
+            let shown = error.to_string();
+            assert!(shown.contains("[tools.t] mounts[0]"), "{name}: {shown}");
+            assert!(
+                shown.contains("copy the file into the plugins folder"),
+                "{shown}"
             );
         }
         let error = checked(&plugins.join("d.wasm"), &write).unwrap_err();
-        assert!(error.contains("2 hard links"), "{error}");
+        assert!(matches!(error, EntryError::HardLinks(2)), "{error:?}");
+        assert!(error.to_string().contains("2 hard links"), "{error}");
         // A "read" mount cannot change the plugin.
         let read = granting(&w, MountMode::Read);
         for name in ["a.wasm", "c.wasm"] {
-            assert_eq!(checked(&plugins.join(name), &read), Ok(()), "{name}");
+            let checked = checked(&plugins.join(name), &read);
+            assert!(checked.is_ok(), "{name}: {checked:?}");
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::error::{LoadError, LoadErrorKind};
 use crate::protected::Protected;
 use crate::source::ToolSource;
 use crate::upstream::{StdioCommand, UpstreamConnect};
-use crate::wasm::{RuntimeConfig, WasmRuntime, WasmTool};
+use crate::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
 
 mod entry;
 mod watch;
@@ -189,7 +189,7 @@ pub async fn read(
                 let check = check.clone();
                 (source, async move {
                     runtime
-                        .load_file_tools_checked(&file, pin.as_ref(), Some(check))
+                        .load_file_checked(&file, pin.as_ref(), Some(check))
                         .await
                 })
             });
@@ -201,7 +201,9 @@ pub async fn read(
                 let source = ToolSource::Bundled((*name).to_owned());
                 let load_source = source.clone();
                 (source, async move {
-                    runtime.load_tools(load_source, bytes.to_vec()).await
+                    runtime
+                        .load(LoadFrom::Bytes(load_source, bytes.to_vec()), None)
+                        .await
                 })
             });
             on_every_core(loads).await

@@ -14,19 +14,20 @@ use tokio::sync::watch;
 use super::connection::{Connection, How, ServeInProcess};
 use super::tool::UpstreamTool;
 pub use crate::config::mcp::check_server_name;
-use crate::config::mcp::{StdioCommand, UpstreamConfig, UpstreamConnect, check_http};
+use crate::config::mcp::{McpError, StdioCommand, UpstreamConfig, UpstreamConnect, check_http};
 use crate::error::CallError;
 use crate::group::{CheckedTool, GroupTools, ToolGroup};
 use crate::source::ToolSource;
 
 /// Why an [`UpstreamServer`] cannot be made.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("MCP server {name:?}: {message}")]
+#[error("MCP server {name:?}: {problem}")]
 pub struct UpstreamError {
     /// The name given.
     pub name: String,
     /// What is wrong and how to fix it.
-    pub message: String,
+    #[source]
+    pub problem: McpError,
 }
 
 /// An upstream MCP server: the seed's `MCP`.
@@ -66,9 +67,9 @@ impl UpstreamServer {
     }
 
     fn new(name: &str, how: How) -> Result<Self, UpstreamError> {
-        check_server_name(name).map_err(|message| UpstreamError {
+        check_server_name(name).map_err(|problem| UpstreamError {
             name: name.to_owned(),
-            message,
+            problem,
         })?;
         Ok(Self {
             conn: Arc::new(Connection::new(name, how)),
@@ -80,7 +81,7 @@ impl UpstreamServer {
         if command.program.trim().is_empty() {
             return Err(UpstreamError {
                 name: name.to_owned(),
-                message: "the command is empty; give the program that starts the server".into(),
+                problem: McpError::NoProgram,
             });
         }
         Self::new(name, How::Stdio(command))
@@ -92,9 +93,9 @@ impl UpstreamServer {
         url: &str,
         headers: BTreeMap<String, String>,
     ) -> Result<Self, UpstreamError> {
-        let fail = |message: String| UpstreamError {
+        let fail = |problem| UpstreamError {
             name: name.to_owned(),
-            message,
+            problem,
         };
         check_http(url, &headers).map_err(fail)?;
         Self::new(
@@ -284,14 +285,38 @@ impl ToolGroup for UpstreamServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::group::GroupNameError;
 
     #[test]
     fn server_names() {
         for good in ["everything", "a", "my-server", "my_server", "s3"] {
             assert!(check_server_name(good).is_ok(), "{good}");
         }
-        for bad in ["", "a__b", "a_", "dot.name", "sp ace", "ü"] {
-            assert!(check_server_name(bad).is_err(), "{bad}");
+        for bad in ["", "dot.name", "sp ace", "ü"] {
+            let error = check_server_name(bad).expect_err(bad);
+            assert!(
+                matches!(error, McpError::Name(GroupNameError::Characters(_))),
+                "{bad}: {error:?}"
+            );
         }
+        for bad in ["a__b", "a_"] {
+            let error = check_server_name(bad).expect_err(bad);
+            assert!(
+                matches!(error, McpError::Name(GroupNameError::Underscores(_))),
+                "{bad}: {error:?}"
+            );
+        }
+        assert_eq!(
+            check_server_name("a__b").expect_err("a__b").to_string(),
+            "server name \"a__b\" is not allowed: no \"__\" and no trailing '_' (its tools are \
+             named a__b__TOOL)"
+        );
+        let empty = UpstreamServer::stdio("s", StdioCommand::new(" ", Vec::<String>::new()))
+            .expect_err("no program");
+        assert_eq!(empty.problem, McpError::NoProgram);
+        assert_eq!(
+            empty.to_string(),
+            "MCP server \"s\": the command is empty; give the program that starts the server"
+        );
     }
 }

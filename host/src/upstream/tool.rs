@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::connection::Connection;
 use super::convert::hints_of;
 use crate::error::CallError;
-use crate::group::CheckedTool;
+use crate::group::{CheckedTool, SpecError};
 use crate::source::ToolSource;
 use crate::tool::{Args, HintsTrust, Tool, ToolResult, ToolSpec};
 use piton_wit::Hints;
@@ -39,7 +39,7 @@ impl UpstreamTool {
     pub(super) fn checked(
         conn: &Arc<Connection>,
         remote: &rmcp::model::Tool,
-    ) -> Result<CheckedTool, String> {
+    ) -> Result<CheckedTool, SpecError> {
         let name = format!("{}__{}", conn.name, remote.name);
         let input_schema = Value::Object((*remote.input_schema).clone());
         let description = remote

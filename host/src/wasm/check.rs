@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::load::LoadFrom;
 use super::runtime::WasmRuntime;
 use super::tool::WasmTool;
 use crate::error::{LoadError, LoadErrorKind};
@@ -56,13 +57,13 @@ impl WasmRuntime {
     /// Loads the component in `path` as a load does, without adding it anywhere, and
     /// says what each of its imports would give a call.
     pub async fn check_file(&self, path: &Path) -> Result<Checked, LoadError> {
-        let tools = self.load_file_tools(path).await?;
+        let tools = self.load(LoadFrom::File(path.to_path_buf()), None).await?;
         // What a registry checks when the tool joins it: the name, the sizes, and
         // the input schema (an object schema, and what checking it may cost).
         for tool in &tools {
             CheckedTool::check_spec(tool.spec()).map_err(|e| LoadError {
                 plugin: tool.source(),
-                kind: LoadErrorKind::Invalid(e),
+                kind: LoadErrorKind::Invalid(e.to_string()),
             })?;
         }
         let world = if tools.first().is_some_and(WasmTool::in_toolbox) {

@@ -4,7 +4,7 @@
 //! [`WasmTool`] per tool it declares, all sharing one pre-linked component.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use wasmtime::component::Component;
@@ -13,55 +13,59 @@ use sha2::{Digest, Sha256};
 
 use super::bindings::{self, PluginPre, ToolboxPluginPre};
 use super::diagnose::{self, World};
-use super::runtime::WasmRuntime;
-use super::tool::{
-    FUEL_EXHAUSTED, Guest, Pre, SPEC_FUEL, WasmTool, from_wit_hints, root_message, trap_text,
+use super::instance::{
+    FUEL_EXHAUSTED, Instances, Pre, SPEC_FUEL, TOOLBOX_FUEL, from_wit_hints, root_message,
+    trap_text,
 };
+use super::runtime::WasmRuntime;
+use super::tool::WasmTool;
+use crate::config::ToolConfig;
 use crate::config::pins::Pin;
 use crate::error::{LoadError, LoadErrorKind};
-use crate::grants::Capabilities;
-use crate::limits::Limits;
 use crate::source::ToolSource;
-use crate::tool::{ComponentInfo, Tool as _, ToolSpec};
+use crate::tool::{ComponentInfo, ToolSpec};
 
 /// The most tools one toolbox may declare.
 const MAX_TOOLS: usize = 128;
 
-/// The most bytes the host copies out of a toolbox's `tools` (every spec together).
-const TOOLBOX_FUEL: usize = 8 << 20;
+/// What [`WasmRuntime::load`] loads: a component file, or a component's bytes.
+#[derive(Clone, Debug)]
+pub enum LoadFrom {
+    /// A component file: hashed as it is read, and taken from the compile cache
+    /// when the cache holds that hash. Listings and errors name the file.
+    File(PathBuf),
+    /// A component's bytes, and where they come from (which listings and errors
+    /// name).
+    Bytes(ToolSource, Vec<u8>),
+}
 
 impl WasmRuntime {
-    /// Loads the component in `path` as one tool (a `plugin`, or a toolbox of one
-    /// tool); see [`WasmRuntime::load_file_tools`] for any toolbox.
-    pub async fn load_file(&self, path: &Path) -> Result<WasmTool, LoadError> {
-        let source = ToolSource::File(path.to_path_buf());
-        one_tool(source, self.load_file_tools(path).await?)
-    }
-
-    /// Loads the component in `path` as its tools: one for a `plugin`, each tool of a
-    /// `toolbox-plugin`.
-    pub async fn load_file_tools(&self, path: &Path) -> Result<Vec<WasmTool>, LoadError> {
-        self.load_file_tools_pinned(path, None).await
-    }
-
-    /// [`WasmRuntime::load_file_tools`], refusing the file unless its SHA-256 is
-    /// `pin`'s. The digest checked is that of the bytes compiled (or of those whose
-    /// compiled code the cache holds under it), hashed as they are read: a file
-    /// changed meanwhile is checked as it is compiled. Nothing of a refused file is
-    /// compiled or run.
-    pub async fn load_file_tools_pinned(
+    /// Loads a component as its tools: one for a `plugin`, each tool of a
+    /// `toolbox-plugin`. It is compiled (or taken from the compile cache), checked
+    /// to fit the `plugin` or the `toolbox-plugin` world, and its tools' specs and
+    /// hints are read in an instance with no capabilities.
+    ///
+    /// With a `pin`, the component is refused unless its SHA-256 is `pin`'s, before
+    /// it is compiled or any of its code runs. The digest checked is that of the
+    /// bytes compiled (or of those whose compiled code the cache holds under it); a
+    /// file is hashed as it is read, so a file changed meanwhile is checked as it is
+    /// compiled.
+    pub async fn load(
         &self,
-        path: &Path,
+        what: LoadFrom,
         pin: Option<&Pin>,
     ) -> Result<Vec<WasmTool>, LoadError> {
-        self.load_file_tools_checked(path, pin, None).await
+        match what {
+            LoadFrom::File(path) => self.load_file_checked(&path, pin, None).await,
+            LoadFrom::Bytes(source, bytes) => self.load_bytes(source, bytes, pin).await,
+        }
     }
 
-    /// [`WasmRuntime::load_file_tools_pinned`], with `check` run on the file opened
+    /// [`WasmRuntime::load`] of the file `path`, with `check` run on the file opened
     /// before any byte of it is read: an error it gives refuses the file (as
     /// [`LoadErrorKind::Invalid`]). The plugins folder checks there what the file is
     /// (its links, see `plugins::entry`).
-    pub(crate) async fn load_file_tools_checked(
+    pub(crate) async fn load_file_checked(
         &self,
         path: &Path,
         pin: Option<&Pin>,
@@ -92,33 +96,16 @@ impl WasmRuntime {
                 }
                 self.tools_of(source, component, info).await
             }
-            Ok(Opened::Bytes(bytes)) => self.load_tools_pinned(source, bytes, pin).await,
+            Ok(Opened::Bytes(bytes)) => self.load_bytes(source, bytes, pin).await,
             Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
             Err(Unreadable::Io(e)) => Err(fail(LoadErrorKind::Io(e))),
             Err(Unreadable::Refused(why)) => Err(fail(LoadErrorKind::Invalid(why))),
         }
     }
 
-    /// Loads a component from its bytes as one tool (a `plugin`, or a toolbox of one
-    /// tool); see [`WasmRuntime::load_tools`] for any toolbox.
-    pub async fn load(&self, source: ToolSource, bytes: Vec<u8>) -> Result<WasmTool, LoadError> {
-        one_tool(source.clone(), self.load_tools(source, bytes).await?)
-    }
-
-    /// Loads a component from its bytes: compiles it (or takes it from the compile
-    /// cache), checks that it fits the `plugin` or the `toolbox-plugin` world, and
-    /// reads its tools' specs and hints in an instance with no capabilities.
-    pub async fn load_tools(
-        &self,
-        source: ToolSource,
-        bytes: Vec<u8>,
-    ) -> Result<Vec<WasmTool>, LoadError> {
-        self.load_tools_pinned(source, bytes, None).await
-    }
-
-    /// [`WasmRuntime::load_tools`], refusing the bytes unless their SHA-256 is
-    /// `pin`'s, before they are compiled or any of their code runs.
-    pub async fn load_tools_pinned(
+    /// [`WasmRuntime::load`] of a component's `bytes`: the pin checked on exactly
+    /// these bytes, the ones compiled.
+    async fn load_bytes(
         &self,
         source: ToolSource,
         bytes: Vec<u8>,
@@ -214,45 +201,14 @@ impl WasmRuntime {
         match world {
             World::Plugin => {
                 let pre = PluginPre::new(instance_pre).map_err(does_not_fit)?;
-                let tool = WasmTool::new(self.clone(), Pre::Plugin(Arc::new(pre)), source, info);
-                Ok(vec![self.read_plugin(tool).await?])
+                let instances = Instances::new(self.clone(), Pre::Plugin(Arc::new(pre)));
+                Ok(vec![read_plugin(instances, source, info).await?])
             }
             World::Toolbox => {
                 let pre = ToolboxPluginPre::new(instance_pre).map_err(does_not_fit)?;
                 self.read_toolbox(Arc::new(pre), source, info).await
             }
         }
-    }
-
-    /// `tool` with its spec and hints, asked of a `plugin`.
-    async fn read_plugin(&self, mut tool: WasmTool) -> Result<WasmTool, LoadError> {
-        let (spec, hints) = tool
-            .in_fresh_instance(
-                &Limits::default(),
-                &Capabilities::default(),
-                SPEC_FUEL,
-                Box::new(|store, guest| {
-                    Box::pin(async move {
-                        let Guest::Plugin(plugin) = guest else {
-                            return Err(wasmtime::Error::msg("not a plugin"));
-                        };
-                        let guest = plugin.piton_tool_tool();
-                        let spec = guest.call_spec(&mut *store).await?;
-                        let hints = guest.call_hints(&mut *store).await?;
-                        Ok((spec, hints))
-                    })
-                }),
-            )
-            .await
-            .map_err(|e| read_failed(&tool, e, SPEC_FUEL))?;
-        let source = tool.source();
-        let fail = |message| LoadError {
-            plugin: source.clone(),
-            kind: LoadErrorKind::Invalid(message),
-        };
-        tool.spec = spec_of(spec).map_err(fail)?;
-        tool.hints = from_wit_hints(hints).map_err(|e| fail(format!("its hints: {e}")))?;
-        Ok(tool)
     }
 
     /// One tool per declaration of a toolbox's `tools`, each sharing `pre`.
@@ -262,32 +218,18 @@ impl WasmRuntime {
         source: ToolSource,
         info: ComponentInfo,
     ) -> Result<Vec<WasmTool>, LoadError> {
-        let asker = WasmTool::new(
+        let asker = Instances::new(
             self.clone(),
             Pre::Toolbox {
                 pre: pre.clone(),
                 tool: Arc::from(""),
                 has_hints_for: false,
             },
-            source.clone(),
-            info.clone(),
         );
         let decls = asker
-            .in_fresh_instance(
-                &Limits::default(),
-                &Capabilities::default(),
-                TOOLBOX_FUEL,
-                Box::new(|store, guest| {
-                    Box::pin(async move {
-                        let Guest::Toolbox(toolbox) = guest else {
-                            return Err(wasmtime::Error::msg("not a toolbox"));
-                        };
-                        toolbox.piton_tool_toolbox().call_tools(store).await
-                    })
-                }),
-            )
+            .read_toolbox()
             .await
-            .map_err(|e| read_failed(&asker, e, TOOLBOX_FUEL))?;
+            .map_err(|e| read_failed(&source, e, TOOLBOX_FUEL))?;
         let fail = |message: String| LoadError {
             plugin: source.clone(),
             kind: LoadErrorKind::Invalid(message),
@@ -318,22 +260,57 @@ impl WasmRuntime {
                 )));
             }
             let named = |m: String| fail(format!("its tool `{}`: {m}", diagnose::one_line(&name)));
-            let mut tool = WasmTool::new(
+            let instances = Instances::new(
                 self.clone(),
                 Pre::Toolbox {
                     pre: pre.clone(),
                     tool: Arc::from(name.as_str()),
                     has_hints_for,
                 },
-                source.clone(),
-                info.clone(),
             );
-            tool.spec = spec_of(spec).map_err(named)?;
-            tool.hints = from_wit_hints(hints).map_err(|e| named(format!("its hints: {e}")))?;
-            tools.push(tool);
+            let spec = spec_of(spec).map_err(named)?;
+            let hints = from_wit_hints(hints).map_err(|e| named(format!("its hints: {e}")))?;
+            tools.push(
+                WasmTool::new(
+                    instances,
+                    source.clone(),
+                    info.clone(),
+                    spec,
+                    hints,
+                    &ToolConfig::default(),
+                )
+                .map_err(named)?,
+            );
         }
         Ok(tools)
     }
+}
+
+/// The tool of a `plugin`, its spec and hints asked of it.
+async fn read_plugin(
+    instances: Instances,
+    source: ToolSource,
+    info: ComponentInfo,
+) -> Result<WasmTool, LoadError> {
+    let (spec, hints) = instances
+        .read_plugin()
+        .await
+        .map_err(|e| read_failed(&source, e, SPEC_FUEL))?;
+    let fail = |message| LoadError {
+        plugin: source.clone(),
+        kind: LoadErrorKind::Invalid(message),
+    };
+    let spec = spec_of(spec).map_err(fail)?;
+    let hints = from_wit_hints(hints).map_err(|e| fail(format!("its hints: {e}")))?;
+    WasmTool::new(
+        instances,
+        source.clone(),
+        info,
+        spec,
+        hints,
+        &ToolConfig::default(),
+    )
+    .map_err(fail)
 }
 
 /// A component file as [`open`] found it.
@@ -411,23 +388,10 @@ fn open(
     Ok(Opened::Bytes(bytes))
 }
 
-/// The only tool of `tools`, or an error saying the component holds several.
-fn one_tool(source: ToolSource, mut tools: Vec<WasmTool>) -> Result<WasmTool, LoadError> {
-    match (tools.pop(), tools.is_empty()) {
-        (Some(tool), true) => Ok(tool),
-        _ => Err(LoadError {
-            plugin: source,
-            kind: LoadErrorKind::Contract(format!(
-                "a toolbox of {} tools where one tool was expected; load it as a toolbox",
-                tools.len() + 1
-            )),
-        }),
-    }
-}
-
 /// The host's spec from the guest's, its sizes and schema checked.
 fn spec_of(spec: bindings::plugin::piton::tool::types::ToolSpec) -> Result<ToolSpec, String> {
-    crate::tool::check_spec_size(&spec.description, spec.input_schema.len())?;
+    crate::tool::check_spec_size(&spec.description, spec.input_schema.len())
+        .map_err(|e| e.to_string())?;
     Ok(ToolSpec {
         input_schema: serde_json::from_str(&spec.input_schema)
             .map_err(|e| format!("its input schema is not JSON: {e}"))?,
@@ -438,10 +402,10 @@ fn spec_of(spec: bindings::plugin::piton::tool::types::ToolSpec) -> Result<ToolS
 }
 
 /// A trap while reading specs, as a load error: over `fuel` says how much piton reads.
-fn read_failed(tool: &WasmTool, error: crate::error::CallError, fuel: usize) -> LoadError {
+fn read_failed(source: &ToolSource, error: crate::error::CallError, fuel: usize) -> LoadError {
     let text = trap_text(error);
     LoadError {
-        plugin: tool.source(),
+        plugin: source.clone(),
         kind: if text.contains(FUEL_EXHAUSTED) {
             LoadErrorKind::Invalid(format!(
                 "{} over {}, more than piton reads (a description may have \

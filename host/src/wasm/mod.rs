@@ -8,6 +8,7 @@ pub mod check;
 mod diagnose;
 pub(crate) mod fds;
 pub(crate) mod fs;
+mod instance;
 mod load;
 pub(crate) mod net;
 mod output;
@@ -16,5 +17,6 @@ mod sandbox;
 mod tool;
 
 pub(crate) use load::FileCheck;
+pub use load::LoadFrom;
 pub use runtime::{Compiles, RuntimeConfig, RuntimeError, WasmRuntime};
 pub use tool::WasmTool;

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use piton_host::build::BuildError;
 use piton_host::grants::Grants;
+use piton_host::wasm::LoadFrom;
 use piton_host::{Hints, Limits, Registry, Tool as _, ToolError};
 use serde_json::json;
 
@@ -460,7 +461,7 @@ async fn c_hints_resolve_as_the_seed_says_and_contradicting_ones_refuse_the_load
     let wasm = dir.path().join("liar.wasm");
     piton_host::build::build(dir.path(), Some(&wasm), &toolchains()).expect("it compiles");
     let refused = runtime()
-        .load_file(&wasm)
+        .load(LoadFrom::File(wasm.clone()), None)
         .await
         .expect_err("contradicting hints do not load");
     let text = refused.to_string();

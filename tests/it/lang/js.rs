@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use piton_host::grants::Grants;
+use piton_host::wasm::LoadFrom;
 use piton_host::{Limits, Registry, ToolError};
 use serde_json::{Value, json};
 
@@ -39,7 +40,7 @@ fn node() -> PathBuf {
 async fn registry_of_box(wasm: &Path, grants: Grants) -> Registry {
     let mut registry = Registry::new();
     let tools = runtime()
-        .load_file_tools(wasm)
+        .load(LoadFrom::File(wasm.into()), None)
         .await
         .unwrap_or_else(|e| panic!("{} loads: {e}", wasm.display()));
     for tool in tools {

@@ -1,0 +1,435 @@
+//! A fresh instance of a tool's component, made for one guest function and dropped
+//! after it: the sandbox it gets, the memory limit, deadline and hostcall fuel it
+//! runs under, and how its failures become traps. Loading reads a component's specs
+//! and hints through it; a [`WasmTool`](super::tool::WasmTool) runs `hints-for` and
+//! `run` through it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::component::ResourceTableError;
+use wasmtime::{Store, UpdateDeadline};
+
+use super::bindings::{self, Plugin, PluginPre, ToolboxPlugin, ToolboxPluginPre};
+use super::fs::Pins;
+use super::runtime::{Admitted, WasmRuntime};
+use super::sandbox::Sandbox;
+use crate::error::{CallError, Trap};
+use crate::grants::Capabilities;
+use crate::limits::Limits;
+use piton_wit::Hints;
+
+/// The most bytes the host copies out of a guest's `spec` (its name, description and
+/// input schema together): the limits of [`check_spec_size`](crate::tool::check_spec_size)
+/// and room for the name. A guest that returns more is refused at load before its
+/// text is copied.
+pub(super) const SPEC_FUEL: usize =
+    crate::tool::MAX_DESCRIPTION + crate::tool::MAX_INPUT_SCHEMA + 64 * 1024;
+
+/// The most bytes the host copies out of a toolbox's `tools` (every spec together).
+pub(super) const TOOLBOX_FUEL: usize = 8 << 20;
+
+/// Room in a call's hostcall fuel beyond its output limit (list headers, a guest's
+/// own host calls); `hints-for` gets this alone.
+const CALL_FUEL_SLACK: usize = 1024 * 1024;
+
+/// What wasmtime says when a guest hands the host more than its hostcall fuel.
+pub(super) const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
+
+/// Raised by the epoch callback when a call's deadline has passed.
+#[derive(Debug, thiserror::Error)]
+#[error("deadline exceeded")]
+struct DeadlineExceeded;
+
+/// The pre-linked component a tool runs from.
+#[derive(Clone)]
+pub(super) enum Pre {
+    /// A `plugin`: the component is the tool.
+    Plugin(Arc<PluginPre<Sandbox>>),
+    /// One tool of a `toolbox-plugin`.
+    Toolbox {
+        /// The toolbox, shared by its tools.
+        pre: Arc<ToolboxPluginPre<Sandbox>>,
+        /// The name the toolbox gave the tool (piton.toml may rename it; the guest
+        /// still knows it by this one).
+        tool: Arc<str>,
+        /// Whether the tool's `hints-for` can answer anything but none.
+        has_hints_for: bool,
+    },
+}
+
+/// A fresh instance of a tool's component.
+pub(super) enum Guest {
+    /// Of a `plugin`.
+    Plugin(Plugin),
+    /// Of a `toolbox-plugin`.
+    Toolbox(ToolboxPlugin),
+}
+
+/// What to do inside a fresh instance.
+pub(super) type GuestOp<R> = Box<
+    dyn for<'s> FnOnce(
+            &'s mut Store<Sandbox>,
+            Guest,
+        ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 's>>
+        + Send,
+>;
+
+/// What a call's `run` gives back: the guest's content or its tool error, not yet
+/// checked against the output limit.
+pub(super) type RunAnswer = Result<Vec<bindings::Content>, bindings::ToolError>;
+
+/// Makes fresh instances of one pre-linked component on its runtime.
+#[derive(Clone)]
+pub(super) struct Instances {
+    runtime: WasmRuntime,
+    pre: Pre,
+}
+
+impl Instances {
+    /// Instances of `pre`, made on `runtime`.
+    pub(super) fn new(runtime: WasmRuntime, pre: Pre) -> Self {
+        Self { runtime, pre }
+    }
+
+    /// Whether the component is a `toolbox-plugin` (else it is a `plugin`).
+    pub(super) fn in_toolbox(&self) -> bool {
+        matches!(self.pre, Pre::Toolbox { .. })
+    }
+
+    /// Counts a call of the tool `name` in flight until dropped, or refuses it as
+    /// busy (see [`WasmRuntime::admit`]). Load's spec reads are not counted: they
+    /// wait, so a flood of calls cannot make a reload drop tools.
+    pub(super) fn admit(&self, name: &str) -> Result<Admitted<'_>, CallError> {
+        self.runtime.admit().map_err(|busy| CallError::Busy {
+            tool: name.to_owned(),
+            instances: busy.instances,
+            queued: busy.queued,
+        })
+    }
+
+    /// A `plugin`'s spec and hints, asked in an instance with no capabilities under
+    /// the default limits, copying at most [`SPEC_FUEL`] bytes.
+    pub(super) async fn read_plugin(
+        &self,
+    ) -> Result<
+        (
+            bindings::plugin::piton::tool::types::ToolSpec,
+            bindings::ToolHints,
+        ),
+        CallError,
+    > {
+        self.in_fresh_instance(
+            "",
+            &Pins::default(),
+            &Limits::default(),
+            &Capabilities::default(),
+            SPEC_FUEL,
+            Box::new(|store, guest| {
+                Box::pin(async move {
+                    let Guest::Plugin(plugin) = guest else {
+                        return Err(wasmtime::Error::msg("not a plugin"));
+                    };
+                    let guest = plugin.piton_tool_tool();
+                    let spec = guest.call_spec(&mut *store).await?;
+                    let hints = guest.call_hints(&mut *store).await?;
+                    Ok((spec, hints))
+                })
+            }),
+        )
+        .await
+    }
+
+    /// A toolbox's declarations of its tools, asked in an instance with no
+    /// capabilities under the default limits, copying at most [`TOOLBOX_FUEL`] bytes.
+    pub(super) async fn read_toolbox(&self) -> Result<Vec<bindings::ToolDecl>, CallError> {
+        self.in_fresh_instance(
+            "",
+            &Pins::default(),
+            &Limits::default(),
+            &Capabilities::default(),
+            TOOLBOX_FUEL,
+            Box::new(|store, guest| {
+                Box::pin(async move {
+                    let Guest::Toolbox(toolbox) = guest else {
+                        return Err(wasmtime::Error::msg("not a toolbox"));
+                    };
+                    toolbox.piton_tool_toolbox().call_tools(store).await
+                })
+            }),
+        )
+        .await
+    }
+
+    /// The tool `name`'s `hints-for` on the arguments `args` (JSON text), asked in an
+    /// instance with no capabilities under `limits`. Hints that contradict
+    /// themselves are a trap.
+    pub(super) async fn hints_for(
+        &self,
+        name: &str,
+        limits: &Limits,
+        args: String,
+    ) -> Result<Option<Hints>, CallError> {
+        let tool = self.toolbox_name();
+        let answer = self
+            .in_fresh_instance(
+                name,
+                &Pins::default(),
+                limits,
+                &Capabilities::default(),
+                CALL_FUEL_SLACK,
+                Box::new(move |store, guest| {
+                    Box::pin(async move {
+                        match guest {
+                            Guest::Plugin(p) => {
+                                p.piton_tool_tool().call_hints_for(store, &args).await
+                            }
+                            Guest::Toolbox(b) => {
+                                b.piton_tool_toolbox()
+                                    .call_hints_for(store, &tool, &args)
+                                    .await
+                            }
+                        }
+                    })
+                }),
+            )
+            .await?;
+        answer
+            .map(|hints| {
+                from_wit_hints(hints).map_err(|e| {
+                    CallError::trap(name, Trap::Guest(format!("hints-for returned {e}")))
+                })
+            })
+            .transpose()
+    }
+
+    /// Whether asking `hints-for` can give anything but none: false for a toolbox's
+    /// tool that declared it has none.
+    pub(super) fn has_hints_for(&self) -> bool {
+        !matches!(
+            self.pre,
+            Pre::Toolbox {
+                has_hints_for: false,
+                ..
+            }
+        )
+    }
+
+    /// The tool `name`'s `run` on the arguments `args` (JSON text), in an instance
+    /// with `caps` (its mounts' folders as `pins` holds them) under `limits`. A guest
+    /// that hands the host more than its output limit in one go is stopped before
+    /// the host copies it.
+    pub(super) async fn run(
+        &self,
+        name: &str,
+        pins: &Pins,
+        limits: &Limits,
+        caps: &Capabilities,
+        args: String,
+    ) -> Result<RunAnswer, CallError> {
+        let tool = self.toolbox_name();
+        self.in_fresh_instance(
+            name,
+            pins,
+            limits,
+            caps,
+            usize::try_from(limits.max_output)
+                .unwrap_or(usize::MAX)
+                .saturating_add(CALL_FUEL_SLACK),
+            Box::new(move |store, guest| {
+                Box::pin(async move {
+                    match guest {
+                        Guest::Plugin(p) => p.piton_tool_tool().call_run(store, &args).await,
+                        Guest::Toolbox(b) => {
+                            b.piton_tool_toolbox().call_run(store, &tool, &args).await
+                        }
+                    }
+                })
+            }),
+        )
+        .await
+        .map_err(|error| match error {
+            CallError::Trap {
+                tool,
+                trap: Trap::Guest(message),
+            } if message.contains(FUEL_EXHAUSTED) => CallError::Trap {
+                tool,
+                trap: Trap::Guest(format!(
+                    "returned (or passed in one host call) data over its output limit of {}; \
+                     stopped before piton copied it",
+                    crate::limits::format_size(limits.max_output)
+                )),
+            },
+            other => other,
+        })
+    }
+
+    /// The name the toolbox knows this tool by; empty for a `plugin`.
+    fn toolbox_name(&self) -> Arc<str> {
+        match &self.pre {
+            Pre::Plugin(_) => Arc::from(""),
+            Pre::Toolbox { tool, .. } => tool.clone(),
+        }
+    }
+
+    /// Runs `op` in a fresh instance with `caps` and nothing else, under `limits`: a
+    /// memory limit, a deadline (epoch callback for running code, a timer for code
+    /// waiting in a host call), and captured output logged with the tool's `name`.
+    /// `pins` holds the folders of the mounts `caps` may give.
+    ///
+    /// `fuel` bounds the bytes the host copies out of the guest in one go (a result,
+    /// or the arguments of one host call): see [`Store::set_hostcall_fuel`].
+    async fn in_fresh_instance<R: Send>(
+        &self,
+        name: &str,
+        pins: &Pins,
+        limits: &Limits,
+        caps: &Capabilities,
+        fuel: usize,
+        op: GuestOp<R>,
+    ) -> Result<R, CallError> {
+        let _slot = self
+            .runtime
+            .inner
+            .slots
+            .acquire()
+            .await
+            .map_err(|e| host_fault(name, e))?;
+        let sandbox = Sandbox::new(limits, caps, pins).map_err(|e| host_fault(name, e))?;
+        let mut store = self.new_store(limits, sandbox);
+        store.set_hostcall_fuel(fuel);
+        let outcome = tokio::time::timeout(limits.timeout, async {
+            let guest = match &self.pre {
+                Pre::Plugin(pre) => Guest::Plugin(pre.instantiate_async(&mut store).await?),
+                Pre::Toolbox { pre, .. } => {
+                    Guest::Toolbox(pre.instantiate_async(&mut store).await?)
+                }
+            };
+            op(&mut store, guest).await
+        })
+        .await;
+
+        let sandbox = store.data();
+        for (stream, captured) in [("stdout", &sandbox.stdout), ("stderr", &sandbox.stderr)] {
+            if let Some(text) = captured.text() {
+                // Debug-quoted, so a guest's newlines cannot forge log lines.
+                tracing::info!(tool = name, stream, output = ?text, "guest output");
+            }
+        }
+        let error = match outcome {
+            Ok(Ok(value)) => return Ok(value),
+            Err(_elapsed) => return Err(CallError::trap(name, Trap::Deadline(limits.timeout))),
+            Ok(Err(error)) => error,
+        };
+        let trap = if sandbox.limiter.exceeded {
+            Trap::Memory(sandbox.limiter.limit())
+        } else if error.is::<DeadlineExceeded>() {
+            Trap::Deadline(limits.timeout)
+        } else if error.chain().any(|e| {
+            matches!(
+                e.downcast_ref::<ResourceTableError>(),
+                Some(ResourceTableError::Full)
+            )
+        }) {
+            Trap::Resources(sandbox.table.max_capacity())
+        } else {
+            let mut message = root_message(&error);
+            if ran_out_of_stack(&error) {
+                message.push_str(&format!(
+                    " (it was recursing: most likely it ran out of stack; piton builds \
+                     Rust tools with {} KiB of stack, and building with RUSTFLAGS=\
+                     \"-C link-arg=-zstack-size=BYTES\" gives more)",
+                    piton_guest_builder::STACK_SIZE >> 10
+                ));
+            }
+            if let Some(stderr) = sandbox.stderr.text() {
+                let tail: String = stderr
+                    .trim_end()
+                    .chars()
+                    .rev()
+                    .take(500)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                message.push_str(&format!(" (stderr: {tail})"));
+            }
+            Trap::Guest(message)
+        };
+        Err(CallError::trap(name, trap))
+    }
+
+    /// A store with no capabilities, the memory limiter, and a deadline checked at
+    /// every epoch tick.
+    fn new_store(&self, limits: &Limits, sandbox: Sandbox) -> Store<Sandbox> {
+        let mut store = Store::new(&self.runtime.inner.engine, sandbox);
+        store.limiter(|sandbox| &mut sandbox.limiter);
+        let deadline = Instant::now() + limits.timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Err(wasmtime::Error::new(DeadlineExceeded))
+            } else {
+                // Yield at every tick so that a guest that never stops computing
+                // still lets the executor run other calls.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store
+    }
+}
+
+/// A fault of the host's own (no instance slot, a mount that vanished) in a call of
+/// the tool `name`: what the registry may retry for an idempotent call.
+pub(super) fn host_fault(name: &str, error: impl std::fmt::Display) -> CallError {
+    CallError::Host {
+        tool: name.to_owned(),
+        message: error.to_string(),
+    }
+}
+
+/// The host's hints from the guest's, or why they contradict themselves.
+pub(super) fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, piton_wit::HintsError> {
+    Hints::new(h.read_only, h.destructive, h.idempotent, h.open_world)
+}
+
+/// Whether a trap looks like the guest running out of stack: an access out of its
+/// memory's bounds while recursing (a backtrace of many frames among a few functions).
+/// A Rust or C guest's stack lies first in its memory, so overflowing it goes below
+/// address 0, which is out of bounds. wasmtime keeps the innermost 20 frames.
+fn ran_out_of_stack(error: &wasmtime::Error) -> bool {
+    /// A backtrace at least this long, of at most [`FEW`] functions, is recursion.
+    const LONG: usize = 16;
+    const FEW: usize = 3;
+    if error.downcast_ref::<wasmtime::Trap>() != Some(&wasmtime::Trap::MemoryOutOfBounds) {
+        return false;
+    }
+    let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() else {
+        return false;
+    };
+    let frames = backtrace.frames();
+    let functions: std::collections::BTreeSet<_> = frames
+        .iter()
+        .map(|f| (f.module().name(), f.func_index()))
+        .collect();
+    frames.len() >= LONG && functions.len() <= FEW
+}
+
+/// The innermost cause of a wasmtime error: the trap or the reason, without the
+/// backtrace and context lines that wrap it.
+pub(super) fn root_message(error: &wasmtime::Error) -> String {
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(trap) => trap.to_string(),
+        None => error.root_cause().to_string(),
+    }
+}
+
+/// A call's error as its trap's text alone (any other error as itself).
+pub(super) fn trap_text(error: CallError) -> String {
+    match error {
+        CallError::Trap { trap, .. } => trap.to_string(),
+        other => other.to_string(),
+    }
+}
