@@ -95,7 +95,13 @@ mod tests {
             assert_eq!(toml.as_str(), name);
         }
         let err = AskMode::parse("sometimes").unwrap_err();
-        assert_eq!(err, crate::config::approve::ApproveError::Mode("sometimes".into()));
-        assert!(err.to_string().contains("not-read-only, destructive"), "{err}");
+        assert_eq!(
+            err,
+            crate::config::approve::ApproveError::Mode("sometimes".into())
+        );
+        assert!(
+            err.to_string().contains("not-read-only, destructive"),
+            "{err}"
+        );
     }
 }

@@ -67,10 +67,15 @@ impl Setup {
     }
 
     fn http(&self, key: &str) -> HttpServer {
+        self.http_with(key, &[])
+    }
+
+    fn http_with(&self, key: &str, flags: &[&str]) -> HttpServer {
         let mut command: Command = piton();
         command
             .args(["serve", "--http", "127.0.0.1:0", "--plugins"])
             .arg(self.plugins())
+            .args(flags)
             .env("PITON_APPROVAL_KEY", key);
         HttpServer::start_command(command)
     }
@@ -360,4 +365,85 @@ fn a_grant_changed_between_the_rounds_voids_the_approval() {
     let result = round(&server.url, &call, &state, "allow_once");
     refused_with(&result, "other grants");
     assert!(!setup.data("regranted").exists());
+}
+
+/// The audit records (JSON lines) a server wrote to its stderr.
+fn audit_records(server: &HttpServer) -> Vec<Value> {
+    server
+        .log()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record.get("consent").is_some())
+        .collect()
+}
+
+/// The replicas' audit records of the call whose arguments' SHA-256 is `digest`: for
+/// each replica, the consent decisions it recorded.
+fn decisions(replicas: &[&HttpServer], digest: &str) -> Vec<Vec<String>> {
+    replicas
+        .iter()
+        .map(|server| {
+            audit_records(server)
+                .iter()
+                .filter(|r| r["arguments_sha256"] == digest)
+                .filter_map(|r| r["consent"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn behind_haproxy_replicas_sharing_the_key_take_each_others_approvals() {
+    let Some(haproxy) = crate::replicas::haproxy() else {
+        return;
+    };
+    for (keys, shared) in [([KEY, KEY], true), ([KEY, OTHER_KEY], false)] {
+        let setup = Setup::new("[audit]\nto = \"stderr\"\n");
+        let lb_port = crate::replicas::free_port();
+        let allow = format!("127.0.0.1:{lb_port}");
+        let replicas = keys.map(|key| setup.http_with(key, &["--allow-host", &allow]));
+        let addrs: Vec<std::net::SocketAddr> = replicas
+            .iter()
+            .map(|r| {
+                let hostport = r.url.trim_start_matches("http://").trim_end_matches("/mcp");
+                hostport.parse().expect("a replica's address")
+            })
+            .collect();
+        let _lb = crate::replicas::Haproxy::start(haproxy, lb_port, &addrs, false);
+        let url = format!("http://127.0.0.1:{lb_port}/mcp");
+        let names = ["one", "two", "three", "four"].map(|n| format!("{shared}-{n}"));
+        let calls = names.each_ref().map(|n| create(n));
+        let answers = ["allow_once"; 4];
+        let report = client(Target::Url(&url), "2026-07-28", &calls, Some(&answers));
+        let at = format!("{report:#}");
+        // Round robin sends a call's two rounds to different replicas.
+        let mut crossed = 0;
+        for (index, (name, call)) in names.iter().zip(&calls).enumerate() {
+            let digest = hex::encode(Sha256::digest(canonical(&call.1).as_bytes()));
+            let by_replica = decisions(&[&replicas[0], &replicas[1]], &digest);
+            let asked_on = by_replica
+                .iter()
+                .position(|d| d.iter().any(|d| d == "asked"));
+            let decided_on = by_replica
+                .iter()
+                .position(|d| d.iter().any(|d| d != "asked"));
+            let result = call_result(&report, index);
+            if asked_on.is_some() && decided_on.is_some() && asked_on != decided_on {
+                crossed += 1;
+                if shared {
+                    assert_eq!(result["isError"], false, "{name}: {at}");
+                    assert!(setup.data(name).exists(), "{name}");
+                } else {
+                    refused_with(result, "made with another approval key");
+                    assert!(!setup.data(name).exists(), "{name}");
+                }
+            }
+        }
+        assert!(
+            crossed > 0,
+            "no call was asked on one replica and retried on the other: {at}\n{}\n{}",
+            replicas[0].log(),
+            replicas[1].log()
+        );
+    }
 }
