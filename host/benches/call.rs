@@ -1,6 +1,6 @@
 //! What one `word_count` call costs: in a fresh instance (piton's way), in a reused
 //! instance, and as a native Rust function; what watching a call adds (the metrics,
-//! the audit log); and how many fresh-instance calls a second 1, 2, 4 and 8
+//! the audit log, the consent policy `serve` follows, for a read-only call); and how many fresh-instance calls a second 1, 2, 4 and 8
 //! concurrent callers get through.
 //!
 //! Run with: `cargo bench -p piton-host --bench call`
@@ -135,6 +135,7 @@ fn bench(c: &mut Criterion) {
     drop(reused);
     ratios(&s);
     observed(&s);
+    consented(&s);
     throughput(&s);
 }
 
@@ -187,6 +188,46 @@ fn observed(s: &Setup) {
     let added = |i: usize| support::us(medians[i].saturating_sub(medians[0]));
     record("call", "metrics_added", added(1), "µs");
     record("call", "metrics_and_audit_added", added(2), "µs");
+}
+
+/// What the consent policy `piton serve` follows adds to a call it does not ask
+/// about: medians of read-only `word_count` in a registry without and with the
+/// default policy (`not-read-only`), in interleaved rounds.
+fn consented(s: &Setup) {
+    let tool = s.registry.get("word_count").expect("bundled").clone();
+    let mut bare = Registry::new();
+    bare.add_shared(tool.clone()).expect("one tool");
+    let mut asking = Registry::new();
+    asking.add_shared(tool).expect("one tool");
+    let consent = piton_host::consent::Keeper::new(None)
+        .consent(
+            &piton_host::config::approve::ApproveSettings::default(),
+            Default::default(),
+            &mut Vec::new(),
+        )
+        .expect("a consent policy");
+    asking.set_consent(Arc::new(consent));
+    let args = json!({ "text": TEXT });
+    let mut times = [const { Vec::new() }; 2];
+    for _ in 0..10 {
+        for (registry, times) in [&bare, &asking].into_iter().zip(&mut times) {
+            for _ in 0..500 {
+                let t = Instant::now();
+                let _ = black_box(s.rt.block_on(registry.call("word_count", args.clone())));
+                times.push(t.elapsed());
+            }
+        }
+    }
+    let [without, with] = times.map(|times| Summary::of(times).median());
+    println!("the consent policy on a read-only call, over 5000 calls each:");
+    record("call", "without_consent_median", support::us(without), "µs");
+    record("call", "with_consent_median", support::us(with), "µs");
+    record(
+        "call",
+        "consent_added",
+        support::us(with.saturating_sub(without)),
+        "µs",
+    );
 }
 
 /// Medians over plain timed loops, printed as ratios (criterion reports each alone)

@@ -106,6 +106,7 @@ impl AllowByReadOnly {
         match request.tool.hints_trust() {
             HintsTrust::Enforced | HintsTrust::Native => true,
             HintsTrust::Declared => self.trust_mcp,
+            HintsTrust::Trusted => true,
             HintsTrust::Unenforced => false,
         }
     }

@@ -53,6 +53,21 @@ pub enum CallError {
         /// `max_queued`: the calls that may wait for an instance.
         queued: u32,
     },
+    /// The call needs the person's approval first, and the client asks over MCP
+    /// 2026-07-28 rounds: the answer is `input_required` with this question and
+    /// sealed state, and the client sends the call again with the answer. Nothing
+    /// of the tool ran.
+    #[error("tool `{tool}` waits for the user's approval: {message}")]
+    InputRequired {
+        /// The tool's name.
+        tool: String,
+        /// What the person is asked, in words.
+        message: String,
+        /// The form: the elicitation's `requestedSchema`.
+        schema: serde_json::Value,
+        /// The `requestState` the retry must carry.
+        state: String,
+    },
     /// The host could not run the call (for example, no instance slot was free).
     #[error("tool `{tool}` could not run: {message}")]
     Host {

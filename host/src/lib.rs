@@ -35,6 +35,7 @@ mod bundled;
 pub mod call;
 pub mod cli;
 pub mod config;
+pub mod consent;
 mod error;
 pub mod grants;
 mod group;

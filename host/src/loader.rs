@@ -64,7 +64,7 @@ enum ConfigFrom {
     /// This file.
     File(PathBuf),
     /// A configuration the program made.
-    Given(Config),
+    Given(Box<Config>),
 }
 
 /// Loads the tools of a plugins folder, its piton.toml and its upstream servers into
@@ -82,6 +82,9 @@ pub struct Loader {
     /// The metrics and audit log of every registry loaded, made at the first load
     /// from its `[audit]` table, with that table.
     observer: Mutex<Option<(AuditSettings, Arc<Observer>)>>,
+    /// With it (`piton serve`), every registry asks the person before the calls
+    /// piton.toml's `[approve]` names.
+    consent: Option<crate::consent::Keeper>,
 }
 
 impl std::fmt::Debug for Loader {
@@ -125,6 +128,9 @@ pub enum LoaderError {
     /// The metrics or the audit log cannot be set up.
     #[error("{0}")]
     Observe(String),
+    /// The key that seals approvals cannot be had (piton.toml `[approve]`).
+    #[error("{0}")]
+    Approve(String),
 }
 
 impl Loader {
@@ -140,6 +146,7 @@ impl Loader {
             upstreams: Mutex::new(BTreeMap::new()),
             sized_by_config: false,
             observer: Mutex::new(None),
+            consent: None,
         }
     }
 
@@ -173,10 +180,19 @@ impl Loader {
         self
     }
 
+    /// Gives every registry loaded the consent policy of its piton.toml's
+    /// `[approve]` (see [`Registry::call_asking`](crate::registry::Registry::call_asking)),
+    /// kept by `keeper` across loads.
+    #[must_use]
+    pub fn with_consent(mut self, keeper: crate::consent::Keeper) -> Self {
+        self.consent = Some(keeper);
+        self
+    }
+
     /// Uses `config` at every load instead of reading piton.toml.
     #[must_use]
     pub fn with_config(mut self, config: Config) -> Self {
-        self.config = ConfigFrom::Given(config);
+        self.config = ConfigFrom::Given(Box::new(config));
         self
     }
 
@@ -265,11 +281,25 @@ impl Loader {
         let (tools, refused) = name_claims::by_declared_name(read_tools, &bound, &files);
         loaded.errors.extend(refused);
         let mut configured = Vec::with_capacity(tools.len());
+        let mut modes = BTreeMap::new();
         for tool in tools {
+            let mode = (config.tools.get(&tool.spec().name)).and_then(|settings| settings.approve);
             match self.configured(tool, &config, &protected) {
-                Ok(tool) => configured.push(tool),
+                Ok(tool) => {
+                    modes.extend(mode.map(|mode| (tool.spec().name.clone(), mode)));
+                    configured.push(tool);
+                }
                 Err(error) => loaded.errors.push(error),
             }
+        }
+        if let Some(keeper) = &self.consent {
+            let consent = (keeper.consent(&config.approve, modes, &mut loaded.warnings)).map_err(
+                |message| {
+                    let file = self.config_file().unwrap_or_else(|| "piton.toml".into());
+                    LoaderError::Approve(format!("{}: {message}", file.display()))
+                },
+            )?;
+            loaded.registry.set_consent(Arc::new(consent));
         }
         let (tools, refused) = name_claims::by_served_name(configured);
         loaded.errors.extend(refused);
@@ -505,7 +535,7 @@ impl Loader {
 
     fn read_config(&self) -> Result<Config, ConfigError> {
         match (&self.config, self.config_file()) {
-            (ConfigFrom::Given(config), _) => Ok(config.clone()),
+            (ConfigFrom::Given(config), _) => Ok((**config).clone()),
             (_, Some(file)) => Config::load(&file),
             (_, None) => Ok(Config::default()),
         }

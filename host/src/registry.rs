@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::approve::{ApprovalRequest, Approver, Decision};
 use crate::call::CallContext;
+use crate::consent::{Channel, Consent, Verdict};
 use crate::error::{CallError, LoadError, LoadErrorKind};
 use crate::group::{CheckedTool, DynGroup, ToolGroup, check_group_name};
 use crate::observe::{Approval, Facts, Observer};
@@ -28,6 +29,7 @@ pub struct Registry {
     approver: Option<Arc<dyn Approver>>,
     /// [`Observer::disabled`] until one is set.
     observer: Arc<Observer>,
+    consent: Option<Arc<Consent>>,
     /// The metric handles of the tools loaded here, made once (see `observe`).
     stats: HashMap<String, crate::observe::ToolStats>,
 }
@@ -39,6 +41,7 @@ impl Default for Registry {
             groups: BTreeMap::new(),
             approver: None,
             observer: Observer::disabled(),
+            consent: None,
             stats: HashMap::new(),
         }
     }
@@ -172,6 +175,18 @@ impl Registry {
         self.approver = Some(Arc::new(approver));
     }
 
+    /// Asks the person, through the caller's MCP client, before the calls `consent`
+    /// names: see [`Registry::call_asking`]. `piton serve` sets it from piton.toml's
+    /// `[approve]`.
+    pub fn set_consent(&mut self, consent: Arc<Consent>) {
+        self.consent = Some(consent);
+    }
+
+    /// The consent policy, if one is set.
+    pub fn consent(&self) -> Option<&Arc<Consent>> {
+        self.consent.as_ref()
+    }
+
     /// Counts every call in `observer`'s metrics and writes its audit record, from
     /// now on. The metric series of tools `observer` knows that this registry lacks
     /// are dropped (a reload left them out).
@@ -301,6 +316,29 @@ impl Registry {
         self.call_with(&CallContext::new(), name, args).await
     }
 
+    /// Calls a tool in `ctx` ([`Registry::call_with`]), for a client that can be
+    /// asked over `channel` when the [`Consent`] policy asks about the call (see
+    /// [`Registry::set_consent`]).
+    pub async fn call_asking(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+        args: Value,
+        channel: &Channel<'_>,
+    ) -> Result<ToolResult, CallError> {
+        let mut watch = self.observer.watch(ctx, name, &args);
+        let result = match self.entry(name, false).await {
+            Ok(entry) => {
+                watch.found(entry.tool().as_ref(), self.stats.get(name));
+                self.call_entry(ctx, &entry, name, args, channel, &mut watch.facts)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        watch.finish(&result);
+        result
+    }
+
     /// Calls a tool in `ctx`, a context the caller made (a transport, with the
     /// trace context its client sent); see [`Registry::call`]. A context is one
     /// call's: what its sandboxes note is read out when the call ends.
@@ -310,17 +348,7 @@ impl Registry {
         name: &str,
         args: Value,
     ) -> Result<ToolResult, CallError> {
-        let mut watch = self.observer.watch(ctx, name, &args);
-        let result = match self.entry(name, false).await {
-            Ok(entry) => {
-                watch.found(entry.tool().as_ref(), self.stats.get(name));
-                self.call_entry(ctx, &entry, name, args, &mut watch.facts)
-                    .await
-            }
-            Err(error) => Err(error),
-        };
-        watch.finish(&result);
-        result
+        self.call_asking(ctx, name, args, &Channel::Cannot).await
     }
 
     /// Calls the tool of `entry`; `facts` learns the call's hints and approval.
@@ -330,6 +358,7 @@ impl Registry {
         entry: &CheckedTool,
         name: &str,
         args: Value,
+        channel: &Channel<'_>,
         facts: &mut Facts,
     ) -> Result<ToolResult, CallError> {
         if !args.is_object() {
@@ -359,6 +388,32 @@ impl Registry {
                 return Ok(Err(ToolError::Failed(error)));
             }
             facts.approval = Approval::Allow;
+        }
+        if let Some(consent) = &self.consent {
+            match consent
+                .decide(entry.tool().as_ref(), &args, hints, channel)
+                .await
+            {
+                Verdict::Run(outcome) => facts.consent = Some(outcome),
+                Verdict::Refuse(outcome, message) => {
+                    tracing::info!(
+                        tool = name,
+                        decision = outcome.as_str(),
+                        "call not approved"
+                    );
+                    facts.consent = Some(outcome);
+                    return Ok(Err(ToolError::Failed(message)));
+                }
+                Verdict::Ask { question, state } => {
+                    facts.consent = Some(crate::consent::Outcome::Asked);
+                    return Err(CallError::InputRequired {
+                        tool: name.to_owned(),
+                        message: question.message,
+                        schema: question.schema,
+                        state,
+                    });
+                }
+            }
         }
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.

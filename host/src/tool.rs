@@ -110,6 +110,9 @@ pub enum HintsTrust {
     /// Another party says so and nothing checks it: an upstream MCP server's
     /// annotations.
     Declared,
+    /// As `Declared`, but the user takes them at their word (`[mcp.NAME]
+    /// trust_hints = true`): asked about as if enforced.
+    Trusted,
     /// The embedding program's own code (a native tool): as trusted as the program.
     Native,
     /// A sandboxed tool whose grants let it past its hints (raw TCP, where read-only
@@ -118,11 +121,18 @@ pub enum HintsTrust {
 }
 
 impl HintsTrust {
+    /// Whether the hints can be relied on when deciding to ask the person: enforced
+    /// by the sandbox, the program's own, or trusted by the user.
+    pub fn is_reliable(self) -> bool {
+        matches!(self, Self::Enforced | Self::Native | Self::Trusted)
+    }
+
     /// The word `piton list` and `piton inspect` show.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Enforced => "enforced",
             Self::Declared => "declared",
+            Self::Trusted => "trusted",
             Self::Native => "native",
             Self::Unenforced => "unenforced",
         }

@@ -127,7 +127,7 @@ fn a_nested_mount_swapped_for_a_link_is_refused_at_a_reload() {
     let mut command = piton();
     command
         .env("PITON_LOG", "info")
-        .args(["serve", "--plugins"])
+        .args(["serve", "--approve", "never", "--plugins"])
         .arg(&plugins);
     let mut piton = StdioPiton::run(command);
     assert_eq!(piton.tools(1), ["files", "fs_write", "read_file"]);

@@ -213,7 +213,10 @@ impl StdioPiton {
     /// Starts `piton serve --plugins folder` and initializes the session.
     pub(crate) fn start(folder: &std::path::Path) -> Self {
         let mut command = piton();
-        command.arg("serve").arg("--plugins").arg(folder);
+        // Nobody is asked before a call here: consent has its own tests (peers/consent.rs).
+        command
+            .args(["serve", "--approve", "never", "--plugins"])
+            .arg(folder);
         Self::run(command)
     }
 

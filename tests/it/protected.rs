@@ -37,7 +37,7 @@ impl Serve {
         command
             .current_dir(cwd)
             .env_remove("PITON_CONFIG")
-            .args(["serve", "--plugins"])
+            .args(["serve", "--approve", "never", "--plugins"])
             .arg(plugins)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

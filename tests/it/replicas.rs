@@ -36,12 +36,12 @@ const ECHO: &str = "json_schema_2020_12_tool";
 
 /// haproxy, or `None` when it is missing and `PITON_SKIP` names it (else the test
 /// fails, saying how to install it).
-fn haproxy() -> Option<&'static str> {
+pub(crate) fn haproxy() -> Option<&'static str> {
     piton_tests::requirements::require("haproxy").then_some("haproxy")
 }
 
 /// A port free now, for haproxy to listen on.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("an address").port()
 }
@@ -95,7 +95,7 @@ backend piton
 }
 
 /// haproxy running with a generated config, killed when dropped.
-struct Haproxy {
+pub(crate) struct Haproxy {
     child: Child,
     addr: SocketAddr,
     _dir: tempfile::TempDir,
@@ -103,7 +103,7 @@ struct Haproxy {
 
 impl Haproxy {
     /// Starts `binary` on `port` in front of `replicas`; returns once it accepts.
-    fn start(binary: &str, port: u16, replicas: &[SocketAddr], sticky: bool) -> Self {
+    pub(crate) fn start(binary: &str, port: u16, replicas: &[SocketAddr], sticky: bool) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = dir.path().join("haproxy.cfg");
         std::fs::write(&file, config(port, replicas, sticky)).expect("write the config");

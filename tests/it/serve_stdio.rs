@@ -185,8 +185,7 @@ async fn a_cancelled_call_gets_no_answer_and_the_session_goes_on() {
 fn serve_binary_keeps_guest_output_off_stdout_and_exits_on_eof() {
     let folder = plugins_folder(&[("flood.wasm", guests::HOSTILE_FLOOD_STDOUT)]);
     let mut child = piton()
-        .arg("serve")
-        .arg("--plugins")
+        .args(["serve", "--approve", "never", "--plugins"])
         .arg(folder.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -108,7 +108,14 @@ fn serve_on_stdio_on_sigterm_refuses_new_calls_answers_the_one_in_flight_and_exi
     let folder = plugins_folder(&[("hoard.wasm", guests::HOSTILE_HOARD)]);
     let mut command = piton();
     command
-        .args(["serve", "--shutdown-grace", "60s", "--plugins"])
+        .args([
+            "serve",
+            "--approve",
+            "never",
+            "--shutdown-grace",
+            "60s",
+            "--plugins",
+        ])
         .arg(folder.path())
         .env("PITON_LOG", LOG);
     let mut piton = StdioPiton::run(command);

@@ -339,7 +339,10 @@ pub(crate) fn serve_http_command(
     flags: &[&str],
 ) -> Command {
     let mut command = piton();
-    command.args(["serve", "--http", bind]).args(flags);
+    // Nobody is asked before a call here: consent has its own tests (peers/consent.rs).
+    command
+        .args(["serve", "--approve", "never", "--http", bind])
+        .args(flags);
     if let Some(folder) = folder {
         command.arg("--plugins").arg(folder);
     }

@@ -59,6 +59,7 @@ pub(super) async fn inspect(registry: &Registry, name: &str, as_json: bool) -> i
         "component": sandbox.as_ref().map(|s| &s.component),
         "pin": pin.as_ref().map(|lines| lines.join("\n")),
         "sandbox": sandbox_json,
+        "approval": registry.consent().map(|c| c.describe(tool.as_ref())),
     });
     let mut out = io::stdout().lock();
     let shown = Shown::stdout();
@@ -80,6 +81,9 @@ pub(super) async fn inspect(registry: &Registry, name: &str, as_json: bool) -> i
         "source:      {}",
         shown.cell(&tool.source().to_string())
     )?;
+    if let Some(consent) = registry.consent() {
+        writeln!(out, "serve:       {}", consent.describe(tool.as_ref()))?;
+    }
     if let Some(sandbox) = &sandbox {
         let info = &sandbox.component;
         writeln!(out, "size:        {} bytes", info.size)?;

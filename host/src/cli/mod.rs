@@ -101,6 +101,11 @@ enum Command {
         #[arg(long, value_name = "DURATION", default_value = "15s",
               value_parser = crate::config::values::parse_duration)]
         shutdown_grace: std::time::Duration,
+        /// Which calls to ask the person about, through their MCP client, for this
+        /// run, over piton.toml's [approve] ask and every tool's approve:
+        /// not-read-only (the default), destructive, open-world, always or never.
+        #[arg(long, value_name = "MODE")]
+        approve: Option<crate::config::approve::AskMode>,
     },
     /// Build a tool project (Rust, Python, JavaScript or C) or a single source file
     /// (tools.py, tools.js, tool.c) into a component, and print its path.
@@ -184,7 +189,7 @@ fn init_logging(verbose: u8) {
 async fn run(command: Command) -> io::Result<Outcome> {
     match command {
         Command::List { plugins, json } => {
-            on_registry(plugins, |registry| async move {
+            on_registry(plugins, false, |registry| async move {
                 list::list(&registry, json).await
             })
             .await
@@ -195,7 +200,7 @@ async fn run(command: Command) -> io::Result<Outcome> {
             plugins,
             image_dir,
         } => {
-            on_registry(plugins, |registry| async move {
+            on_registry(plugins, false, |registry| async move {
                 call::call(&registry, &name, args.as_deref(), image_dir).await
             })
             .await
@@ -205,7 +210,8 @@ async fn run(command: Command) -> io::Result<Outcome> {
             plugins,
             json,
         } => {
-            on_registry(plugins, |registry| async move {
+            // With the policy `serve` follows, to show what its calls will be asked about.
+            on_registry(plugins, true, |registry| async move {
                 inspect::inspect(&registry, &name, json).await
             })
             .await
@@ -216,13 +222,14 @@ async fn run(command: Command) -> io::Result<Outcome> {
             allow_host,
             limits,
             shutdown_grace,
+            approve,
         } => {
             let http = http.map(|addr| serve::Http {
                 addr,
                 limits: limits.limits(),
                 allowed_hosts: allow_host,
             });
-            Ok(serve::serve(plugins, http, shutdown_grace).await)
+            Ok(serve::serve(plugins, http, shutdown_grace, approve).await)
         }
         Command::Build { path, out } => {
             Ok(tokio::task::spawn_blocking(move || build::build(path, out))
@@ -235,16 +242,20 @@ async fn run(command: Command) -> io::Result<Outcome> {
     }
 }
 
-/// Loads the tools `arg` names, runs `command` on them, then closes the upstream
-/// connections (so stdio servers end before piton does).
-async fn on_registry<F, Fut>(arg: PluginsArg, command: F) -> io::Result<Outcome>
+/// Loads the tools `arg` names (with `consent`, the policy `serve` follows), runs
+/// `command` on them, then closes the upstream connections (so stdio servers end
+/// before piton does).
+async fn on_registry<F, Fut>(arg: PluginsArg, consent: bool, command: F) -> io::Result<Outcome>
 where
     F: FnOnce(Registry) -> Fut,
     Fut: Future<Output = io::Result<Outcome>>,
 {
-    let Some(loader) = loader(arg) else {
+    let Some(mut loader) = loader(arg) else {
         return Ok(Outcome::Usage);
     };
+    if consent {
+        loader = loader.with_consent(crate::consent::Keeper::new(None));
+    }
     // Ctrl-C or SIGTERM stops the command, not the process: the upstream servers are
     // still closed below (a stdio server that does not end when its input closes
     // would otherwise outlive piton).

@@ -98,6 +98,7 @@ pub(super) async fn serve(
     plugins: PluginsArg,
     http: Option<Http>,
     grace: std::time::Duration,
+    approve: Option<crate::config::approve::AskMode>,
 ) -> Outcome {
     // A bad address fails before anything is loaded.
     let (transport, addr) = match http {
@@ -121,6 +122,8 @@ pub(super) async fn serve(
     let Some(loader) = loader(plugins) else {
         return Outcome::Usage;
     };
+    // `serve` asks the person before the calls piton.toml's [approve] names.
+    let loader = loader.with_consent(crate::consent::Keeper::new(approve));
     let server = Server::new(loader, transport)
         .with_grace(grace)
         .loading_with(|loader| async move { load_reported(&loader).await });

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::config::approve::ApproveError;
 use crate::config::audit::AuditError;
 use crate::config::mcp::McpError;
 use crate::config::pins::PinError;
@@ -65,6 +66,9 @@ pub enum ConfigProblem {
     /// The `[audit]` table.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The `[approve]` table, or a tool's `approve`.
+    #[error(transparent)]
+    Approve(#[from] ApproveError),
     /// An `[mcp.NAME]` section.
     #[error(transparent)]
     Mcp(#[from] McpError),

@@ -7,6 +7,7 @@
 //! env = { DEBUG = "0" }         # added to HOME, LOGNAME, PATH, SHELL, TERM, USER; ${VAR} allowed
 //! timeout = "30s"               # connecting, listing and each call; default: 60 s to connect and list, calls unlimited
 //! tools = ["echo", "get-sum"]   # only these (default: all)
+//! trust_hints = true            # take its annotations at their word when asking (default: false)
 //! [mcp.remote]
 //! url = "http://127.0.0.1:3001/mcp"
 //! headers = { Authorization = "Bearer ${TOKEN}" }
@@ -97,6 +98,9 @@ pub struct UpstreamConfig {
     pub timeout: Option<Duration>,
     /// Only these tools (names on the server), or all.
     pub tools: Option<Vec<String>>,
+    /// `trust_hints = true`: its tools' annotations are taken at their word when
+    /// deciding whether to ask the person about a call (the seed's `trust_mcp`).
+    pub trust_hints: bool,
 }
 
 /// How an upstream server is reached.
@@ -217,6 +221,7 @@ pub(crate) struct RawMcp {
     headers: Option<BTreeMap<String, String>>,
     timeout: Option<String>,
     tools: Option<Vec<String>>,
+    trust_hints: Option<bool>,
 }
 
 /// Parses `[mcp.NAME]`; an error is the key and the mistake.
@@ -312,6 +317,7 @@ pub(crate) fn parse_mcp(
         connect,
         timeout,
         tools: raw.tools,
+        trust_hints: raw.trust_hints.unwrap_or(false),
     };
     // The same checks the library makes (URL, header names and values).
     if let UpstreamConnect::Http { url, headers } = &config.connect {

@@ -29,6 +29,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod approve;
 pub mod audit;
 pub mod cache;
 mod error;
@@ -38,6 +39,8 @@ pub mod pins;
 pub mod runtime;
 pub(crate) mod values;
 
+pub use self::approve::ApproveSettings;
+use self::approve::RawApprove;
 use self::audit::{AuditSettings, RawAudit};
 pub use self::cache::CacheSettings;
 use self::cache::RawCache;
@@ -78,6 +81,8 @@ pub struct Config {
     pub pins: Pins,
     /// The `[cache]` table: how much compiled code the compile cache keeps.
     pub cache: CacheSettings,
+    /// The `[approve]` table: which calls `serve` asks the person about.
+    pub approve: ApproveSettings,
 }
 
 /// What piton.toml says about one tool.
@@ -100,6 +105,8 @@ pub struct ToolConfig {
     /// `from = "FILE.wasm"`: the one plugins folder file whose tool of this name is
     /// served with these settings; see [`crate::name_claims`].
     pub from: Option<String>,
+    /// `approve = "…"`: when this tool's calls are asked about, over `[approve] ask`.
+    pub approve: Option<self::approve::AskMode>,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +124,8 @@ struct RawConfig {
     plugins: BTreeMap<String, RawPlugin>,
     #[serde(default)]
     cache: RawCache,
+    #[serde(default)]
+    approve: RawApprove,
 }
 
 #[derive(Deserialize)]
@@ -145,6 +154,7 @@ struct RawTool {
     open_world: Option<bool>,
     sha256: Option<String>,
     from: Option<String>,
+    approve: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -216,6 +226,8 @@ impl Config {
         let runtime = RuntimeSettings::parse(raw.runtime).map_err(|(k, m)| fail(k, m))?;
         let audit = AuditSettings::parse(raw.audit, base).map_err(|(k, m)| fail(k, m))?;
         let cache = CacheSettings::parse(raw.cache).map_err(|(k, m)| fail(k, m))?;
+        let approve =
+            ApproveSettings::parse(raw.approve, base, env).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
@@ -224,6 +236,7 @@ impl Config {
             audit,
             pins,
             cache,
+            approve,
         })
     }
 }
@@ -284,6 +297,10 @@ fn parse_tool(
     if let Some(file) = &raw.from {
         crate::name_claims::check_from(file).map_err(|e| fail(at("from"), e))?;
     }
+    let approve = raw
+        .approve
+        .map(|mode| self::approve::AskMode::parse(&mode).map_err(|e| (at("approve"), e.into())))
+        .transpose()?;
     Ok(ToolConfig {
         grants: Grants {
             mounts,
@@ -302,6 +319,7 @@ fn parse_tool(
             open_world: raw.open_world,
         },
         from: raw.from,
+        approve,
     })
 }
 

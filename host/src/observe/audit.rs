@@ -112,6 +112,9 @@ pub(crate) struct Record<'a> {
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) denials_not_listed: u64,
     pub(crate) approval: Approval,
+    /// How the person's consent went: asked, allowed_once, denied, could_not_ask…
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) consent: Option<&'static str>,
     pub(crate) duration_ms: f64,
     pub(crate) outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -330,6 +333,7 @@ mod tests {
             denials: Vec::new(),
             denials_not_listed: 0,
             approval: Approval::Deny("no".into()),
+            consent: None,
             duration_ms: 1.5,
             outcome: "ok",
             message: None,

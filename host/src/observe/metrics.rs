@@ -93,6 +93,7 @@ pub(crate) struct Metrics {
     cache_hits: IntCounter,
     cache_misses: IntCounter,
     audit_dropped: IntCounter,
+    approvals: IntCounterVec,
     /// The tools that have series.
     names: Mutex<BTreeSet<String>>,
     /// Scrapes one at a time, so the cache counts are brought up to date once.
@@ -215,7 +216,15 @@ impl Metrics {
             &["tool"],
         )?;
         registry.register(Box::new(in_flight.clone()))?;
+        let approvals = counters(
+            "piton_approvals_total",
+            "Calls the person was asked about (or could not be), by tool and decision: asked, \
+             allowed_once, allowed_for_a_while, allowed_earlier, denied, cancelled, \
+             could_not_ask, tampered.",
+            &["tool", "decision"],
+        )?;
         Ok(Self {
+            approvals,
             unknown: counter(
                 "piton_unknown_tool_calls_total",
                 "Calls naming no tool in the registry.",
@@ -263,8 +272,18 @@ impl Metrics {
         }
     }
 
+    /// Counts one consent decision about a call of `tool`.
+    pub(crate) fn approval(&self, tool: &str, decision: &str) {
+        self.approvals.with_label_values(&[tool, decision]).inc();
+    }
+
     /// Drops the series of the tool called `name`.
     pub(crate) fn forget(&self, name: &str) {
+        for outcome in crate::consent::Outcome::ALL {
+            let _ = self
+                .approvals
+                .remove_label_values(&[name, outcome.as_str()]);
+        }
         (self.names.lock().unwrap_or_else(PoisonError::into_inner)).remove(name);
         // Each removal fails only for a series that was never made: nothing to do.
         let _ = self.calls.remove_label_values(&[name]);

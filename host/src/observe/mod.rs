@@ -176,6 +176,8 @@ pub(crate) struct Facts {
     pub(crate) hints: Option<Hints>,
     /// What the approver said.
     pub(crate) approval: Approval,
+    /// How the call's consent ended, when a policy is set.
+    pub(crate) consent: Option<crate::consent::Outcome>,
 }
 
 /// One call being watched; it writes the call's record when it ends, or when it is
@@ -214,7 +216,8 @@ impl<'a> Watch<'a> {
     /// The call ended with `result`.
     pub(crate) fn finish(mut self, result: &Result<ToolResult, CallError>) {
         self.done = true;
-        let (outcome, kind, trap, message) = outcome_of(result, &self.facts.approval);
+        let (outcome, kind, trap, message) =
+            outcome_of(result, &self.facts.approval, self.facts.consent);
         self.record(outcome, kind, trap, message);
     }
 
@@ -244,6 +247,12 @@ impl<'a> Watch<'a> {
             metrics.unknown();
         }
         self.in_flight = None;
+        if let Some(consent) = self.facts.consent
+            && consent != crate::consent::Outcome::NotAsked
+            && let Some(metrics) = &self.observer.metrics
+        {
+            metrics.approval(self.name, consent.as_str());
+        }
         let Some(audit) = &self.observer.audit else {
             return;
         };
@@ -277,6 +286,7 @@ impl<'a> Watch<'a> {
             denials,
             denials_not_listed: denied.saturating_sub(listed),
             approval: std::mem::take(&mut self.facts.approval),
+            consent: self.facts.consent.map(crate::consent::Outcome::as_str),
             duration_ms: took.as_secs_f64() * 1000.0,
             outcome,
             message: message.map(|m| {
@@ -308,6 +318,7 @@ impl Drop for Watch<'_> {
 fn outcome_of(
     result: &Result<ToolResult, CallError>,
     approval: &Approval,
+    consent: Option<crate::consent::Outcome>,
 ) -> (
     &'static str,
     Option<ErrorKind>,
@@ -318,6 +329,10 @@ fn outcome_of(
         Ok(Ok(_)) => return ("ok", None, None, None),
         Ok(Err(ToolError::Input(_))) => ErrorKind::Input,
         Ok(Err(_)) if matches!(approval, Approval::Deny(_)) => ErrorKind::NotApproved,
+        Ok(Err(_)) if consent.is_some_and(|c| !c.runs()) => ErrorKind::NotApproved,
+        Err(CallError::InputRequired { .. }) => {
+            return ("input_required", None, None, None);
+        }
         Ok(Err(_)) => ErrorKind::Failed,
         Err(CallError::UnknownTool { .. }) => {
             return ("unknown_tool", None, None, result_message(result));
@@ -407,7 +422,7 @@ mod tests {
             ),
         ];
         for (result, approval, word) in cases {
-            let (outcome, kind, _, message) = outcome_of(&result, &approval);
+            let (outcome, kind, _, message) = outcome_of(&result, &approval, None);
             assert_eq!(outcome, word);
             assert_eq!(kind.map(ErrorKind::as_str).unwrap_or(outcome), word);
             assert_eq!(message.is_none(), word == "ok");

@@ -12,31 +12,34 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject};
 use serde_json::Value;
 
 use super::stop::Calls;
 use crate::call::CallContext;
+use crate::consent::{Channel, Question};
 use crate::error::CallError;
 use crate::registry::Registry;
 use crate::tool::{Content, DONE};
 
 /// Calls `name` with `arguments` (none is `{}`) on `registry` in `ctx`, counted
-/// among `calls`, and gives the MCP answer: a result, or the JSON-RPC error.
+/// among `calls`, asking the person over `channel` when the consent policy says so,
+/// and gives the MCP answer: a result, `input_required`, or the JSON-RPC error.
 pub(super) async fn call_tool(
     registry: &Registry,
     calls: &Calls,
     ctx: CallContext,
     name: &str,
     arguments: Option<JsonObject>,
-) -> Result<CallToolResult, ErrorData> {
+    channel: &Channel<'_>,
+) -> Result<CallToolResponse, ErrorData> {
     let _in_flight = match calls.start(name) {
         Ok(entry) => entry,
         Err(refused) => return Err(ErrorData::internal_error(refused.to_string(), None)),
     };
     tracing::debug!(tool = name, "tools/call started");
     tokio::select! {
-        answer = call(registry, &ctx, name, arguments) => answer,
+        answer = call(registry, &ctx, name, arguments, channel) => answer,
         // Dropping the call stops its instance (or its upstream request).
         grace = calls.cut() => Err(ErrorData::internal_error(
             format!(
@@ -56,14 +59,23 @@ async fn call(
     ctx: &CallContext,
     name: &str,
     arguments: Option<JsonObject>,
-) -> Result<CallToolResult, ErrorData> {
+    channel: &Channel<'_>,
+) -> Result<CallToolResponse, ErrorData> {
     let args = Value::Object(arguments.unwrap_or_default());
-    match registry.call_with(ctx, name, args).await {
-        Ok(Ok(content)) => Ok(success(content)),
+    match registry.call_asking(ctx, name, args, channel).await {
+        Ok(Ok(content)) => Ok(success(content).into()),
         // Display gives the model's text: "(input error: m)" or the failure as is.
-        Ok(Err(error)) => Ok(CallToolResult::error(vec![ContentBlock::text(
-            error.to_string(),
-        )])),
+        Ok(Err(error)) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into())
+        }
+        Err(CallError::InputRequired {
+            message,
+            schema,
+            state,
+            ..
+        }) => super::ask::input_required(&Question { message, schema }, state)
+            .map(CallToolResponse::from)
+            .map_err(|message| ErrorData::internal_error(message, None)),
         Err(error @ CallError::UnknownTool { .. }) => {
             Err(ErrorData::invalid_params(error.to_string(), None))
         }

@@ -9,6 +9,7 @@
 //! time limits. Both stop without cutting calls short (stop.rs).
 
 mod answer;
+mod ask;
 mod http;
 mod served;
 mod server;

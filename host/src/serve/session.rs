@@ -24,9 +24,10 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::answer;
 use super::served::Served;
+use super::{answer, ask};
 use crate::call::{CallContext, TraceParent};
+use crate::consent::Channel;
 use crate::tool::DynTool;
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).
@@ -43,13 +44,37 @@ pub struct Session {
     changes: Arc<Mutex<Option<watch::Receiver<u64>>>>,
     /// Never sent: dropped with the session's last handle, which ends that task.
     alive: Arc<watch::Sender<()>>,
+    /// Who "allow for a while" is remembered for on this session.
+    scope: Arc<Scope>,
 }
+
+/// A session's name for the allowances it gets; they are forgotten when it ends.
+#[derive(Debug)]
+struct Scope {
+    name: String,
+    served: Arc<Served>,
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        if let Some(consent) = self.served.registry().consent() {
+            consent.forget(&self.name);
+        }
+    }
+}
+
+static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Session {
     /// A session's server over `served`.
     pub fn new(served: Arc<Served>) -> Self {
         let changes = served.changes();
+        let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
+            scope: Arc::new(Scope {
+                name: format!("session-{n}"),
+                served: served.clone(),
+            }),
             served,
             changes: Arc::new(Mutex::new(Some(changes))),
             alive: Arc::new(watch::Sender::new(())),
@@ -78,6 +103,28 @@ async fn forward_changes(
                 }
             }
         }
+    }
+}
+
+impl Session {
+    /// Who a stateless request's "allow for a while" is for: over HTTP its client
+    /// (see [`ask::stateless_scope`]); on stdio, the one client of this connection.
+    fn stateless_scope(&self, context: &RequestContext<RoleServer>) -> String {
+        let Some(parts) = context.extensions.get::<http::request::Parts>() else {
+            return self.scope.name.clone();
+        };
+        let client = parts.extensions.get::<super::http::per_client::Client>();
+        ask::stateless_scope(
+            client.map(|c| c as &dyn std::fmt::Display),
+            parts
+                .headers
+                .get(http::header::AUTHORIZATION)
+                .map(http::HeaderValue::as_bytes),
+            context
+                .client_info()
+                .as_ref()
+                .map(|info| info.name.as_str()),
+        )
     }
 }
 
@@ -169,17 +216,45 @@ impl ServerHandler for Session {
         // another one meanwhile.
         let registry = self.served.registry();
         let ctx = call_context(&request, &context);
+        let elicits = ask::can_elicit(context.client_capabilities().as_ref());
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        let asker = ask::PeerAsker {
+            peer: context.peer.clone(),
+            within: registry
+                .consent()
+                .map_or(std::time::Duration::ZERO, |c| c.answer_within()),
+        };
+        let scope = if stateless {
+            self.stateless_scope(&context)
+        } else {
+            self.scope.name.clone()
+        };
+        let channel = match (elicits, stateless) {
+            (false, _) => Channel::Cannot,
+            (true, true) => Channel::Rounds {
+                responses: request.input_responses.as_ref(),
+                state: request.request_state.as_deref(),
+                scope: &scope,
+            },
+            (true, false) => Channel::Session {
+                asker: &asker,
+                scope: &scope,
+            },
+        };
         let call = answer::call_tool(
             &registry,
             self.served.calls(),
             ctx,
             &request.name,
             request.arguments,
+            &channel,
         );
         // A cancelled request drops the call future, which stops the wasm instance;
         // rmcp drops whatever a cancelled request answers, so the error is not sent.
         tokio::select! {
-            result = call => result.map(CallToolResponse::from),
+            result = call => result,
             () = context.ct.cancelled() => {
                 Err(ErrorData::internal_error("the request was cancelled", None))
             }

@@ -73,6 +73,8 @@ pub(super) struct Connection {
     pub(super) how: How,
     pub(super) timeout: Option<Duration>,
     pub(super) only: Option<Vec<String>>,
+    /// Whether its annotations are taken at their word (`trust_hints`).
+    pub(super) trust_hints: bool,
     /// The live connection, if any. Held only to connect, list and look up; never
     /// across a call, so calls run concurrently.
     state: tokio::sync::Mutex<Option<Live>>,
@@ -112,6 +114,7 @@ impl Connection {
             how,
             timeout: None,
             only: None,
+            trust_hints: false,
             state: tokio::sync::Mutex::new(None),
             changed: Arc::new(watch::channel(0).0),
             connections: AtomicU64::new(0),

@@ -57,7 +57,9 @@ impl UpstreamServer {
             UpstreamConnect::Stdio(command) => Self::stdio(name, command.clone())?,
             UpstreamConnect::Http { url, headers } => Self::http(name, url, headers.clone())?,
         };
-        let server = server.with_timeout(config.timeout);
+        let server = server
+            .with_timeout(config.timeout)
+            .with_trusted_hints(config.trust_hints);
         Ok(match &config.tools {
             Some(tools) => server.with_tools(tools.iter().cloned()),
             None => server,
@@ -144,10 +146,19 @@ impl UpstreamServer {
         self.rebuild(|conn| conn.only = Some(only))
     }
 
+    /// Takes the server's annotations at their word when deciding whether to ask
+    /// the person about a call: its tools' [`HintsTrust`](crate::tool::HintsTrust)
+    /// is `Trusted` rather than `Declared` (piton.toml's `trust_hints`).
+    #[must_use]
+    pub fn with_trusted_hints(self, trusted: bool) -> Self {
+        self.rebuild(|conn| conn.trust_hints = trusted)
+    }
+
     fn rebuild(self, change: impl FnOnce(&mut Connection)) -> Self {
         let mut conn = Connection::new(&self.conn.name, self.conn.how.clone());
         conn.timeout = self.conn.timeout;
         conn.only = self.conn.only.clone();
+        conn.trust_hints = self.conn.trust_hints;
         conn.changed = self.conn.changed.clone();
         change(&mut conn);
         Self {

@@ -21,6 +21,7 @@ pub struct UpstreamTool {
     remote_name: String,
     spec: ToolSpec,
     hints: Hints,
+    trusted: bool,
 }
 
 impl std::fmt::Debug for UpstreamTool {
@@ -58,6 +59,7 @@ impl UpstreamTool {
                 parallel: true,
             },
             hints: hints_of(remote.annotations.as_ref()),
+            trusted: conn.trust_hints,
         };
         CheckedTool::checking_required_only(Arc::new(tool))
     }
@@ -84,7 +86,11 @@ impl Tool for UpstreamTool {
     }
 
     fn hints_trust(&self) -> HintsTrust {
-        HintsTrust::Declared
+        if self.trusted {
+            HintsTrust::Trusted
+        } else {
+            HintsTrust::Declared
+        }
     }
 
     fn source(&self) -> ToolSource {

@@ -322,6 +322,9 @@ fn the_c_example_runs_through_piton_serve_for_an_mcp_client() {
     let command = [
         OsStr::new(piton_bin()),
         OsStr::new("serve"),
+        // tally appends: not read-only, and this client cannot be asked.
+        OsStr::new("--approve"),
+        OsStr::new("never"),
         OsStr::new("--plugins"),
         plugins.path().as_os_str(),
     ];

@@ -175,6 +175,8 @@ fn the_example_answers_an_mcp_client_through_piton_serve() {
     let command = [
         std::ffi::OsStr::new(piton_bin()),
         std::ffi::OsStr::new("serve"),
+        std::ffi::OsStr::new("--approve"),
+        std::ffi::OsStr::new("never"),
         std::ffi::OsStr::new("--plugins"),
         folder.path().as_os_str(),
     ];

@@ -20,7 +20,7 @@ fn inspector(args: &[&str]) -> Output {
         .arg("--cli")
         .arg("-e")
         .arg(format!("PITON_CACHE_DIR={}", cache_dir().display()))
-        .args([piton_bin(), "serve", "--plugins"])
+        .args([piton_bin(), "serve", "--approve", "never", "--plugins"])
         .arg(dir.path())
         .args(args);
     run_within(&mut cmd, PEER_RUN, "mcp-inspector")

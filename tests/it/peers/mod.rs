@@ -5,6 +5,7 @@
 //! fails these tests with what to install.
 
 mod conformance;
+mod consent;
 mod inspector;
 mod python_sdk;
 mod upstreams;
@@ -128,9 +129,21 @@ pub(crate) enum Target<'a> {
 /// ("auto" or "legacy") against `target`, makes `calls`, and returns its JSON report:
 /// `{"protocol_version", "server_info", "tools": [...], "calls": [{"result"} | {"error"}]}`.
 pub(crate) fn sdk_client(target: Target<'_>, mode: &str, calls: &[(&str, Value)]) -> Value {
+    sdk_client_with(target, mode, calls, &[])
+}
+
+/// [`sdk_client`] with more of client.py's options (`--elicit ANSWER`, `--round …`),
+/// given before the target.
+pub(crate) fn sdk_client_with(
+    target: Target<'_>,
+    mode: &str,
+    calls: &[(&str, Value)],
+    options: &[&str],
+) -> Value {
     let mut cmd = Command::new(peers().python());
     cmd.arg(peers_file("client.py"))
         .args(["--mode", mode])
+        .args(options)
         .env("PITON_CACHE_DIR", cache_dir())
         .env_remove("PITON_PLUGINS")
         .env_remove("PITON_CONFIG");
@@ -252,9 +265,25 @@ impl HttpServer {
     /// Serves the plugins in `plugins` on a free loopback port, read from the line
     /// `listening on URL` on stderr.
     pub(crate) fn start(plugins: &Path) -> Self {
-        let mut child = piton()
-            .args(["serve", "--http", "127.0.0.1:0", "--plugins"])
-            .arg(plugins)
+        let mut command = piton();
+        // Nobody is asked before a call here: consent has its own tests (consent.rs).
+        command
+            .args([
+                "serve",
+                "--approve",
+                "never",
+                "--http",
+                "127.0.0.1:0",
+                "--plugins",
+            ])
+            .arg(plugins);
+        Self::start_command(command)
+    }
+
+    /// Runs `command`, a `piton serve --http 127.0.0.1:0 …`, and waits for the line
+    /// `listening on URL` on its stderr.
+    pub(crate) fn start_command(mut command: Command) -> Self {
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

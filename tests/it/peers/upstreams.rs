@@ -131,6 +131,9 @@ fn a_python_sdk_client_gets_upstream_tools_re_served_with_their_annotations() {
     let command: Vec<&OsStr> = vec![
         OsStr::new(piton_bin()),
         OsStr::new("serve"),
+        // Upstream tools' hints are not trusted: without this every call is asked about.
+        OsStr::new("--approve"),
+        OsStr::new("never"),
         OsStr::new("--plugins"),
         dir.path().as_os_str(),
     ];
@@ -167,7 +170,7 @@ struct Session {
 impl Session {
     fn start(folder: &Path) -> Self {
         let mut child = piton()
-            .args(["serve", "--plugins"])
+            .args(["serve", "--approve", "never", "--plugins"])
             .arg(folder)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -25,7 +25,7 @@ mod deadline;
 mod ends_with_answer;
 pub(super) mod host_check;
 pub(super) mod limits;
-mod per_client;
+pub(super) mod per_client;
 pub(super) mod probes;
 mod sessions;
 
@@ -269,7 +269,9 @@ async fn connection(
             // A POST (a call, among others) counts until its answer is sent: a stop
             // waits for it. A GET's event stream is not waited for.
             let in_flight = post.then(|| app.posts.enter());
-            let request = request.map(|body| RequestBody::new(body, phases.clone()));
+            let mut request = request.map(|body| RequestBody::new(body, phases.clone()));
+            // Who sent it, for the MCP handler (a stateless request's allowances).
+            request.extensions_mut().insert(client);
             async move {
                 let response = app.handle(client, request).await;
                 let events = response

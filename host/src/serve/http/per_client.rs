@@ -25,7 +25,7 @@ use tokio::net::TcpStream;
 
 /// One client, as its share is counted: see the module's docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) struct Client(IpAddr);
+pub(crate) struct Client(IpAddr);
 
 impl Client {
     /// The client at the peer address `ip`.

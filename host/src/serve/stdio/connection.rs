@@ -86,12 +86,10 @@ where
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(ServeError(e.to_string())),
     };
+    let info = running.peer().peer_info();
     lean.engage(
-        running
-            .peer()
-            .peer_info()
-            .as_deref()
-            .map(|info| &info.protocol_version),
+        info.as_deref().map(|info| &info.protocol_version),
+        crate::serve::ask::can_elicit(info.as_deref().map(|info| &info.capabilities)),
     );
     let cancel = running.cancellation_token();
     let waiting = running.waiting();

@@ -44,6 +44,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::wire::{Fed, Lines, Out, Piece};
 use crate::call::CallContext;
+use crate::consent::Channel;
 use crate::serve::answer;
 use crate::serve::served::Served;
 
@@ -59,6 +60,9 @@ const OUT_HIGH: usize = 4 * 1024 * 1024;
 pub(super) struct Lean {
     served: Arc<Served>,
     engaged: AtomicBool,
+    /// Whether the client can be asked (it declared elicitation): then a call the
+    /// consent policy may ask about goes to rmcp, which can send the question.
+    elicits: AtomicBool,
     answered: AtomicU64,
 }
 
@@ -67,6 +71,7 @@ impl Lean {
         Arc::new(Self {
             served,
             engaged: AtomicBool::new(false),
+            elicits: AtomicBool::new(false),
             answered: AtomicU64::new(0),
         })
     }
@@ -75,10 +80,26 @@ impl Lean {
     /// started with `initialize` on `protocol` (none: it started without, on
     /// 2026-07-28, whose requests carry their own metadata for rmcp to check).
     /// Lines read before this all went to rmcp, in order.
-    pub(super) fn engage(&self, protocol: Option<&ProtocolVersion>) {
+    pub(super) fn engage(&self, protocol: Option<&ProtocolVersion>, elicits: bool) {
+        self.elicits.store(elicits, Ordering::Relaxed);
         if protocol.is_some_and(ProtocolVersion::has_initialize) {
             self.engaged.store(true, Ordering::Release);
         }
+    }
+
+    /// Whether `request` is a call the client could be asked about: it goes to
+    /// rmcp, which can send `elicitation/create`.
+    fn may_ask(&self, request: &LeanRequest) -> bool {
+        if !self.elicits.load(Ordering::Relaxed) {
+            return false;
+        }
+        let registry = self.served.registry();
+        let Some(consent) = registry.consent() else {
+            return false;
+        };
+        registry
+            .get(&request.params.name)
+            .is_none_or(|tool| consent.may_ask(tool.as_ref()))
     }
 
     /// What is served.
@@ -258,7 +279,7 @@ where
                 Poll::Ready(Piece::Part) => self.fed.push(self.lines.line()),
                 Poll::Ready(Piece::Line) => {
                     let lean = if self.lean.engaged.load(Ordering::Acquire) {
-                        parse(self.lines.line())
+                        parse(self.lines.line()).filter(|request| !self.lean.may_ask(request))
                     } else {
                         None
                     };
@@ -298,14 +319,24 @@ where
         let call = {
             let id = id.clone();
             async move {
+                // A client that can be asked never gets here with a call that may be
+                // asked about (`may_ask`): this one runs, or is refused as it cannot ask.
                 let answer = answer::call_tool(
                     &registry,
                     served.calls(),
                     ctx,
                     &params.name,
                     params.arguments,
+                    &Channel::Cannot,
                 )
-                .await;
+                .await
+                .and_then(|response| match response {
+                    CallToolResponse::Complete(result) => Ok(result),
+                    _ => Err(ErrorData::internal_error(
+                        "a lean call answered other than with a result",
+                        None,
+                    )),
+                });
                 answer_line(id, answer)
             }
         };

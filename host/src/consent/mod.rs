@@ -1,0 +1,18 @@
+//! Consent: asking the person, through their MCP client, before a call that changes
+//! things, about what the sandbox will actually allow that call.
+//!
+//! [`policy`] says which calls are asked about, [`form`] what the person is shown,
+//! and [`state`] seals what was shown into the `requestState` of a 2026-07-28
+//! request, so any replica with the same key can check the retry.
+
+pub mod allow;
+mod ask;
+pub mod form;
+mod keeper;
+pub mod policy;
+pub mod state;
+
+pub use ask::{CHOICE, Channel, Consent, Elicit, Outcome, QUESTION_KEY, Question, Verdict};
+pub use keeper::Keeper;
+pub use policy::{AskMode, AskReason};
+pub use state::{ApprovalKey, Sealer, StateError, Subject};
