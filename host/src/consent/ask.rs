@@ -13,7 +13,7 @@ use super::form::{args_digest, args_shown, grants_digest, grants_shown};
 use super::policy::{AskMode, AskReason, asks};
 use super::state::{Sealer, StateError, Subject};
 use crate::grants::{Capabilities, Grants};
-use crate::tool::{Args, Tool};
+use crate::tool::{Args, HintsTrust, Tool};
 
 /// The key of piton's question among a 2026-07-28 result's `inputRequests`, and of
 /// the answer among the retry's `inputResponses`.
@@ -328,10 +328,15 @@ impl Consent {
             message.push_str(&format!("\n{}", cut(first, 200)));
         }
         message.push_str(&format!(
-            "\n\nAsked because {} ({}: {}).",
+            "\n\nAsked because {}. This call: {} ({}).",
             reason.as_str(),
-            tool.hints_trust().as_str(),
-            hints
+            hints_in_words(hints),
+            match tool.hints_trust() {
+                HintsTrust::Enforced => "held to it by piton's sandbox",
+                HintsTrust::Native => "the embedding program's own code",
+                HintsTrust::Trusted => "as its MCP server says, trusted by piton.toml",
+                _ => "as the tool says: nothing holds it to that",
+            }
         ));
         if grants.is_empty() {
             message.push_str(
@@ -434,6 +439,24 @@ fn call_capabilities(tool: &dyn Tool, hints: Hints) -> Capabilities {
         env: most.env,
     }
     .for_call(hints)
+}
+
+/// A call's hints as the person reads them.
+fn hints_in_words(hints: Hints) -> String {
+    let mut words = Vec::new();
+    if hints.is_read_only() {
+        words.push("read-only");
+    } else if hints.is_destructive() {
+        words.push("may change or delete what it is granted");
+    } else {
+        words.push("may add, never changes or deletes what exists");
+    }
+    words.push(if hints.is_open_world() {
+        "may reach the hosts it is granted"
+    } else {
+        "no network"
+    });
+    words.join(", ")
 }
 
 fn refused(name: &str, error: &StateError) -> String {
