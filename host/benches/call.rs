@@ -153,7 +153,8 @@ fn observed(s: &Setup) {
         to: Some(AuditTo::File(logs.path().join("audit.log"))),
         arguments: false,
     };
-    let observer = Observer::new(&settings, Arc::default()).expect("an audit log");
+    let observer =
+        Observer::new(&settings, &Default::default(), Arc::default()).expect("an audit log");
     audited.set_observer(observer.clone());
     let registries = [
         ("unobserved", &bare),

@@ -58,6 +58,7 @@ pub mod wasm;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use config::audit::{AuditSettings, AuditTo};
+pub use config::tracing::{OtlpEndpoint, TracingSettings};
 pub use error::{Bound, CallError, LoadError, LoadErrorKind, Trap};
 pub use group::{CheckedTool, DynGroup, GroupTools, ToolGroup, check_group_name};
 pub use limits::{Limits, OnTrap, format_size};

@@ -1,16 +1,17 @@
-//! What an operator sees of the calls: Prometheus metrics and the audit log.
+//! What an operator sees of the calls: Prometheus metrics, the audit log and spans.
 //!
-//! An [`Observer`] is made from piton.toml's `[audit]` table (the
+//! An [`Observer`] is made from piton.toml's `[audit]` and `[tracing]` tables (the
 //! [`Loader`](crate::loader::Loader) makes one and hands it to each registry it
 //! builds). [`Registry::call`](crate::registry::Registry::call), the one call path of
 //! every transport and of `piton call`, wraps each call in a [`Watch`]: it counts the
 //! call in its tool's metrics and, when the call ends (or is dropped), writes its
-//! audit record. The sandbox reports denials and grants through the call's
+//! audit record and queues its span ([`trace`]). The sandbox reports denials and grants through the call's
 //! [`notes`].
 
 mod audit;
 mod metrics;
 pub(crate) mod notes;
+mod trace;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use std::time::{Instant, SystemTime};
 use serde_json::Value;
 
 use crate::config::audit::AuditSettings;
+use crate::config::tracing::TracingSettings;
 use crate::error::{CallError, Trap};
 use crate::tool::{Tool, ToolError, ToolResult};
 pub(crate) use audit::Approval;
@@ -28,11 +30,14 @@ pub(crate) use metrics::ToolStats;
 use metrics::{ErrorKind, InFlight, Metrics};
 use notes::Notes;
 use piton_wit::Hints;
+pub(crate) use trace::Parent;
+use trace::{CallSpan, Spans};
 
-/// Metrics and the audit log, shared by every registry a loader builds.
+/// Metrics, the audit log and spans, shared by every registry a loader builds.
 pub struct Observer {
     metrics: Metrics,
     audit: Option<AuditLog>,
+    spans: Option<Spans>,
     cache: Arc<CacheCounts>,
 }
 
@@ -40,6 +45,7 @@ impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Observer")
             .field("audit", &self.audit)
+            .field("spans", &self.spans)
             .finish_non_exhaustive()
     }
 }
@@ -59,13 +65,23 @@ pub enum ObserveError {
     /// The metrics could not be set up.
     #[error("cannot set up the metrics: {0}")]
     Metrics(String),
+    /// The span exporter named in piton.toml could not be set up.
+    #[error("cannot set up the OTLP exporter for {to}: {error}")]
+    Tracing {
+        /// Where spans were to go.
+        to: String,
+        /// Why not.
+        error: String,
+    },
 }
 
 impl Observer {
-    /// Metrics, and the audit log `settings` asks for (opened now); `cache` is
-    /// where the runtime counts compile cache hits and misses.
+    /// Metrics, the audit log `settings` asks for (opened now) and the span
+    /// exporter `tracing` asks for (started now; it sends nothing until a call
+    /// ends); `cache` is where the runtime counts compile cache hits and misses.
     pub fn new(
         settings: &AuditSettings,
+        tracing: &TracingSettings,
         cache: Arc<CacheCounts>,
     ) -> Result<Arc<Self>, ObserveError> {
         let metrics = Metrics::new().map_err(|e| ObserveError::Metrics(e.to_string()))?;
@@ -77,9 +93,18 @@ impl Observer {
                 .unwrap_or_default(),
             error,
         })?;
+        let spans = Spans::start(tracing).map_err(|error| ObserveError::Tracing {
+            to: tracing
+                .otlp
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            error,
+        })?;
         Ok(Arc::new(Self {
             metrics,
             audit,
+            spans,
             cache,
         }))
     }
@@ -90,10 +115,13 @@ impl Observer {
     }
 
     /// Waits (a few seconds at most) until the audit records of calls that have
-    /// ended are written. Blocking.
+    /// ended are written and their spans sent. Blocking.
     pub fn flush(&self) {
         if let Some(audit) = &self.audit {
             audit.flush();
+        }
+        if let Some(spans) = &self.spans {
+            spans.flush();
         }
     }
 
@@ -123,11 +151,13 @@ impl Observer {
             observer: self,
             name,
             started: Instant::now(),
-            notes: Notes::new(self.audit.is_some()),
+            // Spans list denials as events, as the audit log lists them.
+            notes: Notes::new(self.audit.is_some() || self.spans.is_some()),
             stats: None,
             in_flight: None,
             args,
             source: None,
+            trust: None,
             facts: Facts::default(),
             done: false,
         }
@@ -142,6 +172,8 @@ pub(crate) struct Facts {
     pub(crate) hints: Option<Hints>,
     /// What the approver said.
     pub(crate) approval: Approval,
+    /// The client's span, when the call came with a trace context.
+    pub(crate) parent: Option<Parent>,
 }
 
 /// One call being watched; it writes the call's record when it ends, or when it is
@@ -156,6 +188,8 @@ pub(crate) struct Watch<'a> {
     /// With an audit log: the arguments' hash, and the arguments if wanted.
     args: Option<(String, Option<Value>)>,
     source: Option<String>,
+    /// How far the tool's hints are held (with spans only).
+    trust: Option<&'static str>,
     /// Filled in by the call path.
     pub(crate) facts: Facts,
     done: bool,
@@ -176,8 +210,11 @@ impl<'a> Watch<'a> {
         };
         self.in_flight = Some(stats.start());
         self.stats = Some(stats);
-        if self.observer.audit.is_some() {
+        if self.observer.audit.is_some() || self.observer.spans.is_some() {
             self.source = Some(tool.source().to_string());
+        }
+        if self.observer.spans.is_some() {
+            self.trust = Some(tool.hints_trust().as_str());
         }
     }
 
@@ -211,15 +248,15 @@ impl<'a> Watch<'a> {
             self.observer.metrics.unknown();
         }
         self.in_flight = None;
-        let Some(audit) = &self.observer.audit else {
+        if self.observer.audit.is_none() && self.observer.spans.is_none() {
             return;
-        };
+        }
         let mut tool = self.name.to_owned();
         notes::truncate(&mut tool, 128);
         let secrets = &taken.secrets;
         let denied: u64 = taken.counts.iter().sum();
         let listed = taken.listed.len() as u64;
-        let denials = taken
+        let denials: Vec<_> = taken
             .listed
             .into_iter()
             .map(|mut denial| {
@@ -227,16 +264,38 @@ impl<'a> Watch<'a> {
                 denial
             })
             .collect();
+        let message = message.map(|m| {
+            let mut m = notes::redact(&m, secrets);
+            notes::truncate(&mut m, audit::MAX_MESSAGE);
+            m
+        });
+        let ended = SystemTime::now();
+        let started = ended.checked_sub(took).unwrap_or(ended);
+        if let Some(spans) = &self.observer.spans {
+            spans.record(&CallSpan {
+                tool: &tool,
+                source: self.source.as_deref(),
+                trust: self.trust,
+                hints: self.facts.hints,
+                outcome,
+                message: message.as_deref(),
+                denials: &denials,
+                denied,
+                approval: &self.facts.approval,
+                started,
+                ended,
+                parent: self.facts.parent.as_ref(),
+            });
+        }
+        let Some(audit) = &self.observer.audit else {
+            return;
+        };
         let (arguments_sha256, arguments) = match self.args.take() {
             Some((hash, args)) => (Some(hash), args),
             None => (None, None),
         };
         let record = Record {
-            time: audit::rfc3339(
-                SystemTime::now()
-                    .checked_sub(took)
-                    .unwrap_or_else(SystemTime::now),
-            ),
+            time: audit::rfc3339(started),
             tool: &tool,
             source: self.source.take(),
             hints: self.facts.hints,
@@ -246,11 +305,7 @@ impl<'a> Watch<'a> {
             approval: std::mem::take(&mut self.facts.approval),
             duration_ms: took.as_secs_f64() * 1000.0,
             outcome,
-            message: message.map(|m| {
-                let mut m = notes::redact(&m, secrets);
-                notes::truncate(&mut m, audit::MAX_MESSAGE);
-                m
-            }),
+            message,
             arguments_sha256,
             arguments,
         };
