@@ -65,7 +65,7 @@ enum ConfigFrom {
     /// This file.
     File(PathBuf),
     /// A configuration the program made.
-    Given(Config),
+    Given(Box<Config>),
 }
 
 /// The tables an [`Observer`] was made from.
@@ -83,8 +83,8 @@ pub struct Loader {
     /// Whether the runtime was sized from piton.toml's `[runtime]` table (the CLI),
     /// so that a table removed since is a change too; else the program sized it.
     sized_by_config: bool,
-    /// The metrics and audit log of every registry loaded, made at the first load
-    /// from its `[audit]` table, with that table.
+    /// The metrics, audit log and spans of every registry loaded, made at the first
+    /// load from its `[audit]` and `[tracing]` tables, with those tables.
     observer: Mutex<Option<(ObserveSettings, Arc<Observer>)>>,
 }
 
@@ -180,7 +180,7 @@ impl Loader {
     /// Uses `config` at every load instead of reading piton.toml.
     #[must_use]
     pub fn with_config(mut self, config: Config) -> Self {
-        self.config = ConfigFrom::Given(config);
+        self.config = ConfigFrom::Given(Box::new(config));
         self
     }
 
@@ -521,7 +521,7 @@ impl Loader {
 
     fn read_config(&self) -> Result<Config, ConfigError> {
         match (&self.config, self.config_file()) {
-            (ConfigFrom::Given(config), _) => Ok(config.clone()),
+            (ConfigFrom::Given(config), _) => Ok(Config::clone(config)),
             (_, Some(file)) => Config::load(&file),
             (_, None) => Ok(Config::default()),
         }

@@ -37,7 +37,7 @@ impl Default for TracingSettings {
 /// no path gets the OTLP/HTTP traces path, `/v1/traces`; one with a path is used as
 /// is (a collector behind a proxy at another path).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OtlpEndpoint(http::Uri);
+pub struct OtlpEndpoint(String);
 
 impl OtlpEndpoint {
     /// The path a collector takes spans at (the OTLP/HTTP specification's).
@@ -81,21 +81,20 @@ impl OtlpEndpoint {
                 uri.authority().map(|a| a.as_str()).unwrap_or_default(),
                 Self::TRACES_PATH
             );
-            let uri = full.parse().map_err(|e| format!("{full:?}: {e}"))?;
-            return Ok(Self(uri));
+            return Ok(Self(full));
         }
-        Ok(Self(uri))
+        Ok(Self(uri.to_string()))
     }
 
     /// The full URL.
-    pub fn uri(&self) -> &http::Uri {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }
 
 impl fmt::Display for OtlpEndpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        f.write_str(&self.0)
     }
 }
 

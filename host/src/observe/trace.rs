@@ -36,7 +36,7 @@ use opentelemetry::trace::{
     Tracer as _, TracerProvider as _,
 };
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use piton_wit::Hints;
@@ -99,6 +99,7 @@ impl Spans {
         };
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
+            .with_http_client(http_client()?)
             .with_endpoint(endpoint.to_string())
             .with_timeout(EXPORT_TIMEOUT)
             .build()
@@ -202,6 +203,32 @@ impl Drop for Spans {
     }
 }
 
+/// The exporter's HTTP client: reqwest's blocking one (the batch processor exports
+/// from a plain thread), with piton's rustls (ring, the webpki roots) and no
+/// redirects. Made on a thread of its own: the blocking client owns a runtime, which
+/// may not be made, or dropped, inside the async one the loader runs on.
+fn http_client() -> Result<reqwest::blocking::Client, String> {
+    std::thread::spawn(|| {
+        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup failed: {e}"))?
+        .with_root_certificates(rustls::RootCertStore::from_iter(
+            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+        ))
+        .with_no_client_auth();
+        reqwest::blocking::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| format!("HTTP client setup failed: {e}"))
+    })
+    .join()
+    .map_err(|_| "HTTP client setup failed".to_owned())?
+}
+
 /// The client's span as OpenTelemetry's remote span context; `None` when its ids
 /// are invalid (all zero), so the call starts a trace of its own.
 fn remote_context(parent: &Parent) -> Option<SpanContext> {
@@ -211,7 +238,7 @@ fn remote_context(parent: &Parent) -> Option<SpanContext> {
         return None;
     }
     // A tracestate that does not parse is dropped, not the parent.
-    let state = parent.state.parse().unwrap_or_else(|_| TraceState::NONE);
+    let state = parent.state.parse().unwrap_or(TraceState::NONE);
     Some(SpanContext::new(
         trace_id,
         span_id,
