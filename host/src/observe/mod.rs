@@ -392,6 +392,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spans_are_off_by_default() {
+        let observer = Observer::new(
+            &AuditSettings::default(),
+            &TracingSettings::default(),
+            Arc::default(),
+        )
+        .expect("an observer");
+        assert!(observer.spans.is_none());
+    }
+
+    #[test]
     fn each_outcome_has_its_word_and_kind() {
         let trap = |trap| Err(CallError::trap("t", trap));
         let cases: Vec<(Result<ToolResult, CallError>, Approval, &str)> = vec![

@@ -251,3 +251,39 @@ fn remote_context(parent: &Parent) -> Option<SpanContext> {
 fn saturating_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parent(trace_id: [u8; 16], span_id: [u8; 8], flags: u8, state: &str) -> Parent {
+        Parent {
+            trace_id,
+            span_id,
+            flags,
+            state: state.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_parent_is_the_clients_remote_span() {
+        let remote =
+            remote_context(&parent([7; 16], [9; 8], 1, "vendor=opaque")).expect("a valid parent");
+        assert_eq!(remote.trace_id(), TraceId::from_bytes([7; 16]));
+        assert_eq!(remote.span_id(), SpanId::from_bytes([9; 8]));
+        assert!(remote.is_remote());
+        assert!(remote.is_sampled());
+        assert_eq!(remote.trace_state().get("vendor"), Some("opaque"));
+        let unsampled = remote_context(&parent([7; 16], [9; 8], 0, "")).expect("valid");
+        assert!(!unsampled.is_sampled(), "the client's decision is kept");
+    }
+
+    #[test]
+    fn zero_ids_start_a_trace_and_a_bad_tracestate_is_dropped_alone() {
+        assert_eq!(remote_context(&parent([0; 16], [9; 8], 1, "")), None);
+        assert_eq!(remote_context(&parent([7; 16], [0; 8], 1, "")), None);
+        let remote = remote_context(&parent([7; 16], [9; 8], 1, "not a = tracestate"))
+            .expect("the parent stays");
+        assert_eq!(remote.trace_state(), &TraceState::NONE);
+    }
+}
