@@ -315,3 +315,23 @@ fn status_code(span: &Span) -> StatusCode {
         .and_then(|s| StatusCode::try_from(s.code).ok())
         .unwrap_or(StatusCode::Unset)
 }
+
+#[test]
+fn a_collector_that_is_not_there_costs_spans_not_calls() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let url = format!("http://{}", closed.local_addr().expect("address"));
+    drop(closed);
+    let folder = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let config = format!("[tracing]\notlp = {url:?}\n");
+    std::fs::write(folder.path().join("piton.toml"), config).expect("write piton.toml");
+    let mut command = piton();
+    command.arg("serve").arg("--plugins").arg(folder.path());
+    let mut serve = StdioPiton::run(command);
+    for id in 1..=3 {
+        let params = json!({"name": "word_count", "arguments": {"text": "a b"}});
+        let answer = serve.request(id, "tools/call", params);
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    drop(serve.stdin.take());
+    assert_eq!(serve.running.exit_code(), Some(0), "stops, having tried");
+}
