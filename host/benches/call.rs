@@ -209,6 +209,7 @@ impl piton_host::Tool for Noop {
 
     async fn call(
         &self,
+        _ctx: &piton_host::CallContext,
         _args: &piton_host::Args,
         _hints: piton_host::Hints,
     ) -> Result<piton_host::ToolResult, piton_host::CallError> {

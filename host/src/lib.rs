@@ -32,6 +32,7 @@
 mod approve;
 pub mod build;
 mod bundled;
+pub mod call;
 pub mod cli;
 pub mod config;
 mod error;
@@ -57,6 +58,7 @@ pub mod upstream;
 pub mod wasm;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
+pub use call::CallContext;
 pub use config::audit::{AuditSettings, AuditTo};
 pub use config::tracing::{OtlpEndpoint, TracingSettings};
 pub use error::{Bound, CallError, LoadError, LoadErrorKind, Trap};

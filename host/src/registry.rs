@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::approve::{ApprovalRequest, Approver, Decision};
+use crate::call::CallContext;
 use crate::error::{CallError, LoadError, LoadErrorKind};
 use crate::group::{CheckedTool, DynGroup, ToolGroup, check_group_name};
 use crate::observe::{Approval, Facts, Observer};
@@ -20,15 +21,27 @@ use piton_wit::Hints;
 /// [`Registry::call`] is the one call path: it finds the tool (listing its group the
 /// first time one of its tools is needed), checks the arguments, asks the tool for
 /// the call's hints and narrows them to its own, asks the [`Approver`] if there is
-/// one, then runs it.
-#[derive(Default)]
+/// one, then runs it, watched by its [`Observer`].
 pub struct Registry {
     tools: BTreeMap<String, Arc<CheckedTool>>,
     groups: BTreeMap<String, DynGroup>,
     approver: Option<Arc<dyn Approver>>,
-    observer: Option<Arc<Observer>>,
+    /// [`Observer::disabled`] until one is set.
+    observer: Arc<Observer>,
     /// The metric handles of the tools loaded here, made once (see `observe`).
     stats: HashMap<String, crate::observe::ToolStats>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            approver: None,
+            observer: Observer::disabled(),
+            stats: HashMap::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Registry {
@@ -89,8 +102,8 @@ impl Registry {
                 group.described()
             ))));
         }
-        if let Some(observer) = &self.observer {
-            self.stats.insert(name.clone(), observer.tool_stats(name));
+        if let Some(stats) = self.observer.tool_stats(name) {
+            self.stats.insert(name.clone(), stats);
         }
         self.tools.insert(name.clone(), Arc::new(checked));
         Ok(())
@@ -166,15 +179,15 @@ impl Registry {
         self.stats = self
             .tools
             .keys()
-            .map(|name| (name.clone(), observer.tool_stats(name)))
+            .filter_map(|name| Some((name.clone(), observer.tool_stats(name)?)))
             .collect();
         observer.keep_only(&self.names());
-        self.observer = Some(observer);
+        self.observer = observer;
     }
 
-    /// The observer set by [`Registry::set_observer`].
+    /// The observer set by [`Registry::set_observer`], if one was.
     pub fn observer(&self) -> Option<&Arc<Observer>> {
-        self.observer.as_ref()
+        (!self.observer.is_disabled()).then_some(&self.observer)
     }
 
     /// The tool called `name` if it is loaded here, without listing any group.
@@ -276,7 +289,7 @@ impl Registry {
         })
     }
 
-    /// Calls a tool.
+    /// Calls a tool, in a new [`CallContext`] (no trace context).
     ///
     /// Arguments that are not a JSON object, or that break the input schema, are an
     /// input error and the tool is never entered. `Ok` holds what the model gets
@@ -285,26 +298,27 @@ impl Registry {
     /// With an [`Observer`], the call is counted in its metrics and gets an audit
     /// record, whatever its outcome.
     pub async fn call(&self, name: &str, args: Value) -> Result<ToolResult, CallError> {
-        let Some(observer) = self.observer.as_deref() else {
-            let entry = self.entry(name, false).await?;
-            return self
-                .call_entry(&entry, name, args, &mut Facts::default())
-                .await;
-        };
-        let mut watch = observer.watch(name, &args);
-        let entry = match self.entry(name, false).await {
-            Ok(entry) => entry,
-            Err(error) => {
-                let result = Err(error);
-                watch.finish(&result);
-                return result;
+        self.call_with(&CallContext::new(), name, args).await
+    }
+
+    /// Calls a tool in `ctx`, a context the caller made (a transport, with the
+    /// trace context its client sent); see [`Registry::call`]. A context is one
+    /// call's: what its sandboxes note is read out when the call ends.
+    pub async fn call_with(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolResult, CallError> {
+        let mut watch = self.observer.watch(ctx, name, &args);
+        let result = match self.entry(name, false).await {
+            Ok(entry) => {
+                watch.found(entry.tool().as_ref(), self.stats.get(name));
+                self.call_entry(ctx, &entry, name, args, &mut watch.facts)
+                    .await
             }
+            Err(error) => Err(error),
         };
-        watch.found(entry.tool().as_ref(), self.stats.get(name));
-        let notes = watch.notes();
-        let result = notes
-            .around(self.call_entry(&entry, name, args, &mut watch.facts))
-            .await;
         watch.finish(&result);
         result
     }
@@ -312,6 +326,7 @@ impl Registry {
     /// Calls the tool of `entry`; `facts` learns the call's hints and approval.
     async fn call_entry(
         &self,
+        ctx: &CallContext,
         entry: &CheckedTool,
         name: &str,
         args: Value,
@@ -328,7 +343,7 @@ impl Registry {
             Value::Object(args) => args,
             other => return Ok(Err(not_an_object(&other))),
         };
-        let hints = call_hints(entry.tool().as_ref(), &args).await?;
+        let hints = call_hints(ctx, entry.tool().as_ref(), &args).await?;
         facts.hints = Some(hints);
         if let Some(approver) = &self.approver {
             let request = ApprovalRequest {
@@ -347,10 +362,10 @@ impl Registry {
         }
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.
-        match entry.tool().call(&args, hints).await {
+        match entry.tool().call(ctx, &args, hints).await {
             Err(CallError::Host { message, .. }) if hints.is_idempotent() => {
                 tracing::warn!(tool = name, %message, "host fault in an idempotent call; retrying once");
-                entry.tool().call(&args, hints).await
+                entry.tool().call(ctx, &args, hints).await
             }
             result => result,
         }
@@ -361,7 +376,7 @@ impl Registry {
     /// are the hints the call's sandbox is built from.
     pub async fn hints_for(&self, name: &str, args: &Args) -> Result<Hints, CallError> {
         let entry = self.entry(name, true).await?;
-        call_hints(entry.tool().as_ref(), args).await
+        call_hints(&CallContext::new(), entry.tool().as_ref(), args).await
     }
 
     /// Runs a batch of calls as the seed does: the calls of `parallel` tools together,
@@ -395,12 +410,12 @@ impl Registry {
 
 /// A tool that is already read-only and closed-world has nothing narrower to say, so
 /// it is not asked (this saves an instance per call).
-async fn call_hints(tool: &dyn Tool, args: &Args) -> Result<Hints, CallError> {
+async fn call_hints(ctx: &CallContext, tool: &dyn Tool, args: &Args) -> Result<Hints, CallError> {
     let bound = tool.hints();
     if bound == Hints::read_only().open_world(false) {
         return Ok(bound);
     }
-    let Some(answer) = tool.hints_for(args).await? else {
+    let Some(answer) = tool.hints_for(ctx, args).await? else {
         return Ok(bound);
     };
     let (hints, widened) = answer.narrowed_by(bound);

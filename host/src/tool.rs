@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::call::CallContext;
 use crate::error::CallError;
 use crate::grants::Capabilities;
 use crate::limits::{Limits, OnTrap};
@@ -186,8 +187,13 @@ pub trait Tool: Send + Sync {
     }
 
     /// The hints of one call, or `None` when unsure (the tool's own hints apply).
-    /// The registry clamps an answer wider than [`Tool::hints`].
-    async fn hints_for(&self, _args: &Args) -> Result<Option<Hints>, CallError> {
+    /// The registry clamps an answer wider than [`Tool::hints`]. `ctx` is the call's
+    /// (a sandbox made to ask reports to its notes).
+    async fn hints_for(
+        &self,
+        _ctx: &CallContext,
+        _args: &Args,
+    ) -> Result<Option<Hints>, CallError> {
         Ok(None)
     }
 
@@ -204,9 +210,16 @@ pub trait Tool: Send + Sync {
     }
 
     /// Runs one call whose arguments fit the input schema, with the call's hints.
+    /// `ctx` is the call's context: its id, its notes (a sandbox reports what it
+    /// refuses there) and the caller's trace context.
     /// The arguments are borrowed: the registry keeps them (to retry an idempotent
     /// call once after a host fault) and no tool can change the recorded call.
-    async fn call(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError>;
+    async fn call(
+        &self,
+        ctx: &CallContext,
+        args: &Args,
+        hints: Hints,
+    ) -> Result<ToolResult, CallError>;
 }
 
 /// A shared tool.

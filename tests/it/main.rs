@@ -36,4 +36,5 @@ mod squat;
 mod structure;
 mod support;
 mod toolbox;
+mod trace;
 mod upstream;

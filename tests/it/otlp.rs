@@ -1,7 +1,8 @@
 //! Spans of calls reach an OpenTelemetry collector: `piton serve` with `[tracing]
 //! otlp` sends one span per call, over OTLP/HTTP with protobuf bodies, to a collector
 //! that the test runs ([`Collector`]: what it reads is decoded with
-//! opentelemetry-proto's messages, not with piton's code).
+//! opentelemetry-proto's messages, not with piton's code). A call that came with a
+//! `traceparent` (in `_meta`, or as an HTTP header) is a child of the client's span.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -17,8 +18,16 @@ use piton_tests::{guests, plugins};
 use prost::Message as _;
 use serde_json::{Value, json};
 
-use crate::mcp_client::StdioPiton;
-use crate::support::{ANSWER, piton, plugins_folder};
+use crate::mcp_client::{StdioPiton, body_text, send_once, sse_answer, stateless_call};
+use crate::support::{ANSWER, listening, piton, plugins_folder, serve_http_command};
+
+/// The client's trace and span, as a `traceparent` (sampled) names them.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+fn traceparent(trace: &str, span: &str, flags: &str) -> String {
+    format!("00-{trace}-{span}-{flags}")
+}
 
 /// One span as the collector got it, with its resource's `service.name`.
 #[derive(Clone, Debug)]
@@ -232,7 +241,11 @@ fn each_call_over_stdio_is_a_span_at_the_collector_sent_by_the_time_piton_stops(
         ),
     ];
     for (id, (name, arguments)) in (1..).zip(calls) {
-        let params = json!({"name": name, "arguments": arguments});
+        let mut params = json!({"name": name, "arguments": arguments});
+        if name == "net_call" {
+            let parent = traceparent(TRACE, CLIENT_SPAN, "01");
+            params["_meta"] = json!({"traceparent": parent, "tracestate": "client=7"});
+        }
         let answer = serve.request(id, "tools/call", params);
         assert!(answer["result"].is_object(), "{answer}");
     }
@@ -247,10 +260,6 @@ fn each_call_over_stdio_is_a_span_at_the_collector_sent_by_the_time_piton_stops(
         let span = &received.span;
         assert_eq!(span.trace_id.len(), 16);
         assert_eq!(span.span_id.len(), 8);
-        assert!(
-            span.parent_span_id.is_empty(),
-            "no traceparent: a new trace"
-        );
         assert!(span.start_time_unix_nano <= span.end_time_unix_nano);
         assert_eq!(
             attr(&span.attributes, "gen_ai.operation.name"),
@@ -287,12 +296,26 @@ fn each_call_over_stdio_is_a_span_at_the_collector_sent_by_the_time_piton_stops(
     assert_eq!(attr(&ok.attributes, "error.type"), Value::Null);
     assert_ne!(status_code(ok), StatusCode::Error);
     assert!(ok.events.is_empty(), "{:?}", ok.events);
+    assert!(ok.parent_span_id.is_empty(), "no traceparent: a new trace");
+    assert_ne!(hex::encode(&ok.trace_id), TRACE);
 
     let input = the_span(&spans, "word_count", "input");
     assert_eq!(attr(&input.attributes, "error.type"), "input");
     assert_eq!(status_code(input), StatusCode::Error);
 
     let denied = the_span(&spans, "net_call", "failed");
+    assert_eq!(hex::encode(&denied.trace_id), TRACE, "the client's trace");
+    assert_eq!(
+        hex::encode(&denied.parent_span_id),
+        CLIENT_SPAN,
+        "the client's span"
+    );
+    assert_ne!(
+        hex::encode(&denied.span_id),
+        CLIENT_SPAN,
+        "a span of its own"
+    );
+    assert_eq!(denied.trace_state, "client=7");
     assert_eq!(attr(&denied.attributes, "piton.hints.open_world"), true);
     assert_eq!(attr(&denied.attributes, "piton.denials"), 1);
     assert_eq!(status_code(denied), StatusCode::Error);
@@ -307,6 +330,90 @@ fn each_call_over_stdio_is_a_span_at_the_collector_sent_by_the_time_piton_stops(
         "{target}"
     );
     assert!(attr(&event.attributes, "piton.denial.reason").is_string());
+}
+
+/// A 2026-07-28 tools/call of `word_count` to `addr`, with `meta` in its `_meta` and
+/// `headers` on its request; it must succeed.
+async fn stateless_word_count(addr: SocketAddr, id: u64, meta: Value, headers: &[(&str, String)]) {
+    let mut request = stateless_call(addr, id, "word_count", json!({"text": "a b"}));
+    let mut body: Value = serde_json::from_slice(
+        &request
+            .body()
+            .clone()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes(),
+    )
+    .expect("JSON");
+    for (key, value) in meta.as_object().expect("an object") {
+        body["params"]["_meta"][key] = value.clone();
+    }
+    *request.body_mut() = http_body_util::Full::new(bytes::Bytes::from(body.to_string()));
+    for (name, value) in headers {
+        request.headers_mut().append(
+            http::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+            http::HeaderValue::from_str(value).expect("a header value"),
+        );
+    }
+    let response = send_once(addr, request).await;
+    assert_eq!(response.status(), 200);
+    let text = body_text(response).await;
+    let answer = sse_answer(&text, id)
+        .or_else(|| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| panic!("no answer: {text}"));
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_http_a_span_continues_the_traceparent_of_meta_or_of_the_header() {
+    let collector = Collector::start();
+    let folder = folder_tracing_to(&collector);
+    let command = serve_http_command("127.0.0.1:0", Some(folder.path()), &[]);
+    let (mut serve, addr) = listening(command);
+    let from_meta = ("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174");
+    let from_header = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let meta = json!({"traceparent": traceparent(from_meta.0, from_meta.1, "01")});
+    stateless_word_count(addr, 1, meta, &[]).await;
+    let header = [(
+        "traceparent",
+        traceparent(from_header.0, from_header.1, "01"),
+    )];
+    stateless_word_count(addr, 2, json!({}), &header).await;
+    // The client chose not to sample this trace: piton records no span of it.
+    let unsampled = [("traceparent", traceparent(TRACE, CLIENT_SPAN, "00"))];
+    stateless_word_count(addr, 3, json!({}), &unsampled).await;
+    stateless_word_count(addr, 4, json!({}), &[]).await;
+    serve.terminate();
+    assert_eq!(serve.exit_code(), Some(0));
+
+    let spans = collector.spans(3);
+    let parents: Vec<(String, String)> = spans
+        .iter()
+        .map(|r| {
+            (
+                hex::encode(&r.span.trace_id),
+                hex::encode(&r.span.parent_span_id),
+            )
+        })
+        .collect();
+    assert_eq!(spans.len(), 3, "{parents:?}");
+    for (trace, span) in [from_meta, from_header] {
+        assert!(
+            parents.contains(&(trace.to_owned(), span.to_owned())),
+            "a child of {trace}/{span}: {parents:?}"
+        );
+    }
+    assert!(
+        parents
+            .iter()
+            .any(|(trace, parent)| parent.is_empty() && trace != TRACE),
+        "the call with no traceparent starts a trace: {parents:?}"
+    );
+    assert!(
+        !parents.iter().any(|(trace, _)| trace == TRACE),
+        "an unsampled trace is not recorded: {parents:?}"
+    );
 }
 
 fn status_code(span: &Span) -> StatusCode {

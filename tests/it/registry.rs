@@ -4,7 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use piton_host::{
-    Args, CallError, Content, Hints, LoadErrorKind, Registry, Tool, ToolError, ToolResult, ToolSpec,
+    Args, CallContext, CallError, Content, Hints, LoadErrorKind, Registry, Tool, ToolError,
+    ToolResult, ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -38,7 +39,12 @@ impl Tool for Recorder {
         self.hints
     }
 
-    async fn call(&self, args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(
+        &self,
+        _ctx: &CallContext,
+        args: &Args,
+        _hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         let name = &self.spec.name;
         self.log
             .lock()
@@ -182,7 +188,12 @@ impl Tool for Flaky {
         self.hints
     }
 
-    async fn call(&self, _args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(
+        &self,
+        _ctx: &CallContext,
+        _args: &Args,
+        _hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         let mut calls = self.calls.lock().expect("calls lock");
         *calls += 1;
         if *calls == 1 {

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
-use super::notes::{Denial, Granted};
+use crate::call::notes::{Denial, Granted};
 use crate::config::audit::{AuditSettings, AuditTo};
 use piton_wit::Hints;
 

@@ -9,7 +9,6 @@
 //! no allocation.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,7 +17,8 @@ use prometheus::{
     IntGaugeVec, Opts, TextEncoder,
 };
 
-use super::notes::Capability;
+use crate::call::notes::Capability;
+use crate::wasm::cache::CacheCounts;
 
 /// The histogram's buckets, in seconds: from a fast in-process call (~20 µs) to the
 /// longest timeouts.
@@ -79,33 +79,6 @@ impl ErrorKind {
 
 /// The `trap` label of `piton_tool_traps_total`.
 pub(crate) const TRAP_KINDS: [&str; 5] = ["deadline", "memory", "output", "resources", "guest"];
-
-/// Compile cache lookups, counted by the runtime and shown by the metrics.
-#[derive(Debug, Default)]
-pub struct CacheCounts {
-    hits: AtomicU64,
-    misses: AtomicU64,
-}
-
-impl CacheCounts {
-    /// A component found in the cache.
-    pub(crate) fn hit(&self) {
-        self.hits.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A component compiled (not in the cache, or no cache).
-    pub(crate) fn miss(&self) {
-        self.misses.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Hits and misses so far.
-    pub fn get(&self) -> (u64, u64) {
-        (
-            self.hits.load(Ordering::Relaxed),
-            self.misses.load(Ordering::Relaxed),
-        )
-    }
-}
 
 /// Every metric family.
 pub(crate) struct Metrics {

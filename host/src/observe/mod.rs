@@ -2,40 +2,43 @@
 //!
 //! An [`Observer`] is made from piton.toml's `[audit]` and `[tracing]` tables (the
 //! [`Loader`](crate::loader::Loader) makes one and hands it to each registry it
-//! builds). [`Registry::call`](crate::registry::Registry::call), the one call path of
-//! every transport and of `piton call`, wraps each call in a [`Watch`]: it counts the
-//! call in its tool's metrics and, when the call ends (or is dropped), writes its
-//! audit record and queues its span ([`trace`]). The sandbox reports denials and grants through the call's
-//! [`notes`].
+//! builds); a registry without one has [`Observer::disabled`], which counts and
+//! writes nothing. [`Registry::call`](crate::registry::Registry::call), the one call
+//! path of every transport and of `piton call`, wraps each call in a [`Watch`]: it
+//! counts the call in its tool's metrics and, when the call ends (or is dropped),
+//! writes its audit record and queues its span ([`trace`]), a child of the caller's
+//! when the call's [`CallContext`] carries a trace context. The sandbox reports
+//! denials and grants through the notes of the call's [`CallContext`].
 
 mod audit;
 mod metrics;
-pub(crate) mod notes;
 mod trace;
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
+use crate::call::CallContext;
+use crate::call::notes;
 use crate::config::audit::AuditSettings;
 use crate::config::tracing::TracingSettings;
 use crate::error::{CallError, Trap};
 use crate::tool::{Tool, ToolError, ToolResult};
 pub(crate) use audit::Approval;
 use audit::{AuditLog, Record};
-pub use metrics::CacheCounts;
 pub(crate) use metrics::ToolStats;
 use metrics::{ErrorKind, InFlight, Metrics};
-use notes::Notes;
 use piton_wit::Hints;
-pub(crate) use trace::Parent;
 use trace::{CallSpan, Spans};
+
+pub use crate::wasm::cache::CacheCounts;
 
 /// Metrics, the audit log and spans, shared by every registry a loader builds.
 pub struct Observer {
-    metrics: Metrics,
+    /// None: the observer is [disabled](Observer::disabled).
+    metrics: Option<Metrics>,
     audit: Option<AuditLog>,
     spans: Option<Spans>,
     cache: Arc<CacheCounts>,
@@ -102,16 +105,39 @@ impl Observer {
             error,
         })?;
         Ok(Arc::new(Self {
-            metrics,
+            metrics: Some(metrics),
             audit,
             spans,
             cache,
         }))
     }
 
-    /// Every metric in Prometheus' text format (what `/metrics` serves).
+    /// The observer of a registry that has none: it keeps no metrics and writes no
+    /// audit record, so a call takes the same path whether it is observed or not.
+    pub fn disabled() -> Arc<Self> {
+        static DISABLED: LazyLock<Arc<Observer>> = LazyLock::new(|| {
+            Arc::new(Observer {
+                metrics: None,
+                audit: None,
+                spans: None,
+                cache: Arc::default(),
+            })
+        });
+        DISABLED.clone()
+    }
+
+    /// Whether this is [`Observer::disabled`].
+    pub fn is_disabled(&self) -> bool {
+        self.metrics.is_none()
+    }
+
+    /// Every metric in Prometheus' text format (what `/metrics` serves); nothing
+    /// from a disabled observer.
     pub fn metrics_text(&self) -> String {
-        self.metrics.render(&self.cache)
+        self.metrics
+            .as_ref()
+            .map(|metrics| metrics.render(&self.cache))
+            .unwrap_or_default()
     }
 
     /// Waits (a few seconds at most) until the audit records of calls that have
@@ -125,34 +151,44 @@ impl Observer {
         }
     }
 
-    /// The metric handles of the tool called `name`.
-    pub(crate) fn tool_stats(&self, name: &str) -> ToolStats {
-        self.metrics.tool(name)
+    /// The metric handles of the tool called `name` (none when disabled).
+    pub(crate) fn tool_stats(&self, name: &str) -> Option<ToolStats> {
+        self.metrics.as_ref().map(|metrics| metrics.tool(name))
     }
 
     /// Drops the series of every tool not in `names`: a reload left them out.
     pub(crate) fn keep_only(&self, names: &[String]) {
-        for name in self.metrics.tools() {
+        let Some(metrics) = &self.metrics else {
+            return;
+        };
+        for name in metrics.tools() {
             if names.binary_search(&name).is_err() {
-                self.metrics.forget(&name);
+                metrics.forget(&name);
             }
         }
     }
 
-    /// Starts watching a call of `name` with `args`.
-    pub(crate) fn watch<'a>(&'a self, name: &'a str, args: &Value) -> Watch<'a> {
+    /// Starts watching the call `ctx` of `name` with `args`.
+    pub(crate) fn watch<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        name: &'a str,
+        args: &Value,
+    ) -> Watch<'a> {
         let args = self.audit.as_ref().map(|audit| {
             (
                 audit::arguments_sha256(args),
                 audit.arguments.then(|| args.clone()),
             )
         });
+        // Spans list denials as events, as the audit log lists them.
+        ctx.notes()
+            .keep_details(self.audit.is_some() || self.spans.is_some());
         Watch {
             observer: self,
+            ctx,
             name,
             started: Instant::now(),
-            // Spans list denials as events, as the audit log lists them.
-            notes: Notes::new(self.audit.is_some() || self.spans.is_some()),
             stats: None,
             in_flight: None,
             args,
@@ -172,17 +208,16 @@ pub(crate) struct Facts {
     pub(crate) hints: Option<Hints>,
     /// What the approver said.
     pub(crate) approval: Approval,
-    /// The client's span, when the call came with a trace context.
-    pub(crate) parent: Option<Parent>,
 }
 
 /// One call being watched; it writes the call's record when it ends, or when it is
 /// dropped first (the call was cancelled).
 pub(crate) struct Watch<'a> {
     observer: &'a Observer,
+    /// The call's context: its notes, and the trace it belongs to.
+    ctx: &'a CallContext,
     name: &'a str,
     started: Instant,
-    notes: Arc<Notes>,
     stats: Option<Cow<'a, ToolStats>>,
     in_flight: Option<InFlight>,
     /// With an audit log: the arguments' hash, and the arguments if wanted.
@@ -196,20 +231,15 @@ pub(crate) struct Watch<'a> {
 }
 
 impl<'a> Watch<'a> {
-    /// The call's notes, for its sandboxes.
-    pub(crate) fn notes(&self) -> Arc<Notes> {
-        self.notes.clone()
-    }
-
     /// The call found its tool, whose metric handles are `stats` (the registry's)
-    /// or made now.
+    /// or made now (none when the observer is disabled).
     pub(crate) fn found(&mut self, tool: &dyn Tool, stats: Option<&'a ToolStats>) {
         let stats = match stats {
-            Some(stats) => Cow::Borrowed(stats),
-            None => Cow::Owned(self.observer.tool_stats(self.name)),
+            Some(stats) => Some(Cow::Borrowed(stats)),
+            None => self.observer.tool_stats(self.name).map(Cow::Owned),
         };
-        self.in_flight = Some(stats.start());
-        self.stats = Some(stats);
+        self.in_flight = stats.as_ref().map(|stats| stats.start());
+        self.stats = stats;
         if self.observer.audit.is_some() || self.observer.spans.is_some() {
             self.source = Some(tool.source().to_string());
         }
@@ -233,10 +263,11 @@ impl<'a> Watch<'a> {
         message: Option<String>,
     ) {
         let took = self.started.elapsed();
-        let taken = self.notes.take();
+        let taken = self.ctx.notes().take();
         // A trap the tool's `on_trap = "error"` made an error result is still a trap.
-        let (outcome, kind, trap) = match (kind, taken.trap_as_error) {
-            (Some(ErrorKind::Failed), Some(index)) => {
+        let (outcome, kind, trap) = match (kind, &taken.trap_as_error) {
+            (Some(ErrorKind::Failed), Some(trap)) => {
+                let index = trap_index(trap);
                 let kind = trap_kind(index);
                 (kind.as_str(), Some(kind), Some(index))
             }
@@ -244,8 +275,10 @@ impl<'a> Watch<'a> {
         };
         if let Some(stats) = &self.stats {
             stats.ended(took, kind, trap, &taken.counts);
-        } else if matches!(outcome, "unknown_tool") {
-            self.observer.metrics.unknown();
+        } else if let Some(metrics) = &self.observer.metrics
+            && matches!(outcome, "unknown_tool")
+        {
+            metrics.unknown();
         }
         self.in_flight = None;
         if self.observer.audit.is_none() && self.observer.spans.is_none() {
@@ -284,7 +317,8 @@ impl<'a> Watch<'a> {
                 approval: &self.facts.approval,
                 started,
                 ended,
-                parent: self.facts.parent.as_ref(),
+                parent: self.ctx.trace.as_ref(),
+                state: self.ctx.tracestate.as_ref(),
             });
         }
         let Some(audit) = &self.observer.audit else {
@@ -309,8 +343,10 @@ impl<'a> Watch<'a> {
             arguments_sha256,
             arguments,
         };
-        if !audit.write(&record) {
-            self.observer.metrics.audit_dropped();
+        if !audit.write(&record)
+            && let Some(metrics) = &self.observer.metrics
+        {
+            metrics.audit_dropped();
         }
     }
 }
@@ -360,7 +396,7 @@ fn outcome_of(
 }
 
 /// The index of `trap`'s kind in `TRAP_KINDS`.
-pub(crate) fn trap_index(trap: &Trap) -> usize {
+fn trap_index(trap: &Trap) -> usize {
     match trap {
         Trap::Deadline(_) => 0,
         Trap::Memory(_) => 1,

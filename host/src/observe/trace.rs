@@ -42,24 +42,12 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use piton_wit::Hints;
 
 use super::audit::Approval;
-use super::notes::Denial;
+use crate::call::notes::Denial;
+use crate::call::{TraceParent, TraceState as CallerState};
 use crate::config::tracing::TracingSettings;
 
 /// How long one export may take, and how long a flush at stop waits.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The client's span a call's span continues: a W3C trace context's parts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Parent {
-    /// The trace, 16 bytes (never all zero).
-    pub(crate) trace_id: [u8; 16],
-    /// The client's span, 8 bytes (never all zero).
-    pub(crate) span_id: [u8; 8],
-    /// The trace flags; bit 0 is "sampled".
-    pub(crate) flags: u8,
-    /// The `tracestate` header, as sent (empty when none).
-    pub(crate) state: String,
-}
 
 /// Where spans go: the SDK's provider (its batch processor and exporter) and the
 /// tracer calls are recorded with.
@@ -87,7 +75,9 @@ pub(crate) struct CallSpan<'a> {
     pub(crate) approval: &'a Approval,
     pub(crate) started: SystemTime,
     pub(crate) ended: SystemTime,
-    pub(crate) parent: Option<&'a Parent>,
+    /// The caller's span, and its `tracestate`.
+    pub(crate) parent: Option<&'a TraceParent>,
+    pub(crate) state: Option<&'a CallerState>,
 }
 
 impl Spans {
@@ -118,7 +108,7 @@ impl Spans {
 
     /// Queues the span of `call`.
     pub(crate) fn record(&self, call: &CallSpan<'_>) {
-        let parent = match call.parent.and_then(remote_context) {
+        let parent = match call.parent.and_then(|p| remote_context(p, call.state)) {
             Some(remote) => Context::new().with_remote_span_context(remote),
             None => Context::new(),
         };
@@ -231,18 +221,20 @@ fn http_client() -> Result<reqwest::blocking::Client, String> {
 
 /// The client's span as OpenTelemetry's remote span context; `None` when its ids
 /// are invalid (all zero), so the call starts a trace of its own.
-fn remote_context(parent: &Parent) -> Option<SpanContext> {
-    let trace_id = TraceId::from_bytes(parent.trace_id);
-    let span_id = SpanId::from_bytes(parent.span_id);
+fn remote_context(parent: &TraceParent, state: Option<&CallerState>) -> Option<SpanContext> {
+    let trace_id = TraceId::from_bytes(parent.trace_id());
+    let span_id = SpanId::from_bytes(parent.parent_id());
     if trace_id == TraceId::INVALID || span_id == SpanId::INVALID {
         return None;
     }
-    // A tracestate that does not parse is dropped, not the parent.
-    let state = parent.state.parse().unwrap_or(TraceState::NONE);
+    // A tracestate OpenTelemetry does not take is dropped, not the parent.
+    let state = state
+        .and_then(|state| state.as_str().parse().ok())
+        .unwrap_or(TraceState::NONE);
     Some(SpanContext::new(
         trace_id,
         span_id,
-        TraceFlags::new(parent.flags),
+        TraceFlags::new(parent.flags()),
         true,
         state,
     ))
@@ -256,34 +248,24 @@ fn saturating_i64(n: u64) -> i64 {
 mod tests {
     use super::*;
 
-    fn parent(trace_id: [u8; 16], span_id: [u8; 8], flags: u8, state: &str) -> Parent {
-        Parent {
-            trace_id,
-            span_id,
-            flags,
-            state: state.to_owned(),
-        }
+    const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const SPAN: &str = "00f067aa0ba902b7";
+
+    fn parent(flags: &str) -> TraceParent {
+        TraceParent::parse(&format!("00-{TRACE}-{SPAN}-{flags}")).expect("a traceparent")
     }
 
     #[test]
     fn a_parent_is_the_clients_remote_span() {
-        let remote =
-            remote_context(&parent([7; 16], [9; 8], 1, "vendor=opaque")).expect("a valid parent");
-        assert_eq!(remote.trace_id(), TraceId::from_bytes([7; 16]));
-        assert_eq!(remote.span_id(), SpanId::from_bytes([9; 8]));
+        let state = CallerState::parse("vendor=opaque").expect("a tracestate");
+        let remote = remote_context(&parent("01"), Some(&state)).expect("a valid parent");
+        assert_eq!(remote.trace_id(), TraceId::from_hex(TRACE).expect("hex"));
+        assert_eq!(remote.span_id(), SpanId::from_hex(SPAN).expect("hex"));
         assert!(remote.is_remote());
         assert!(remote.is_sampled());
         assert_eq!(remote.trace_state().get("vendor"), Some("opaque"));
-        let unsampled = remote_context(&parent([7; 16], [9; 8], 0, "")).expect("valid");
+        let unsampled = remote_context(&parent("00"), None).expect("valid");
         assert!(!unsampled.is_sampled(), "the client's decision is kept");
-    }
-
-    #[test]
-    fn zero_ids_start_a_trace_and_a_bad_tracestate_is_dropped_alone() {
-        assert_eq!(remote_context(&parent([0; 16], [9; 8], 1, "")), None);
-        assert_eq!(remote_context(&parent([7; 16], [0; 8], 1, "")), None);
-        let remote = remote_context(&parent([7; 16], [9; 8], 1, "not a = tracestate"))
-            .expect("the parent stays");
-        assert_eq!(remote.trace_state(), &TraceState::NONE);
+        assert_eq!(unsampled.trace_state(), &TraceState::NONE);
     }
 }

@@ -2,7 +2,8 @@
 //! stdio path (lean.rs) both give, from one function, so that the two can never
 //! differ in what a call answers.
 //!
-//! A call goes through [`Registry::call`]: content becomes a result, an error result
+//! A call goes through [`Registry::call_with`], in the [`CallContext`] the transport
+//! made (with the trace context its client sent): content becomes a result, an error result
 //! becomes `isError`, an unknown tool is invalid params and any other failure (a
 //! trap) an internal error. A call made while piton is stopping is refused, and one
 //! still running when the stop's grace is over is ended, each with a JSON-RPC error
@@ -15,15 +16,17 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde_json::Value;
 
 use super::stop::Calls;
+use crate::call::CallContext;
 use crate::error::CallError;
 use crate::registry::Registry;
 use crate::tool::{Content, DONE};
 
-/// Calls `name` with `arguments` (none is `{}`) on `registry`, counted among
-/// `calls`, and gives the MCP answer: a result, or the JSON-RPC error.
+/// Calls `name` with `arguments` (none is `{}`) on `registry` in `ctx`, counted
+/// among `calls`, and gives the MCP answer: a result, or the JSON-RPC error.
 pub(super) async fn call_tool(
     registry: &Registry,
     calls: &Calls,
+    ctx: CallContext,
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<CallToolResult, ErrorData> {
@@ -33,7 +36,7 @@ pub(super) async fn call_tool(
     };
     tracing::debug!(tool = name, "tools/call started");
     tokio::select! {
-        answer = call(registry, name, arguments) => answer,
+        answer = call(registry, &ctx, name, arguments) => answer,
         // Dropping the call stops its instance (or its upstream request).
         grace = calls.cut() => Err(ErrorData::internal_error(
             format!(
@@ -50,11 +53,12 @@ pub(super) async fn call_tool(
 /// The call itself.
 async fn call(
     registry: &Registry,
+    ctx: &CallContext,
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<CallToolResult, ErrorData> {
     let args = Value::Object(arguments.unwrap_or_default());
-    match registry.call(name, args).await {
+    match registry.call_with(ctx, name, args).await {
         Ok(Ok(content)) => Ok(success(content)),
         // Display gives the model's text: "(input error: m)" or the failure as is.
         Ok(Err(error)) => Ok(CallToolResult::error(vec![ContentBlock::text(

@@ -2,8 +2,10 @@
 //! or one Streamable HTTP session).
 //!
 //! tools/list carries every tool's spec and all four hints; tools/call goes through
-//! [`Registry::call`](crate::registry::Registry::call): error results become `isError`, traps
-//! JSON-RPC errors (answer.rs). When the tool set changes ([`Served`]), an initialized
+//! [`Registry::call_with`](crate::registry::Registry::call_with): error results become
+//! `isError`, traps JSON-RPC errors (answer.rs). A call's trace context is the
+//! `traceparent` and `tracestate` of its `params._meta`, else (Streamable HTTP) of
+//! its request's headers. When the tool set changes ([`Served`]), an initialized
 //! session gets `notifications/tools/list_changed`.
 //!
 //! It does not know its transport: stdio/ runs it over a byte stream, http/ over
@@ -13,7 +15,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, MetaObject,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as WireTool,
     ToolAnnotations,
 };
@@ -24,6 +26,7 @@ use tokio::sync::watch;
 
 use super::answer;
 use super::served::Served;
+use crate::call::{CallContext, TraceParent};
 use crate::tool::DynTool;
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).
@@ -165,9 +168,11 @@ impl ServerHandler for Session {
         // The call runs on the registry of now to its end, even if a reload swaps in
         // another one meanwhile.
         let registry = self.served.registry();
+        let ctx = call_context(&request, &context);
         let call = answer::call_tool(
             &registry,
             self.served.calls(),
+            ctx,
             &request.name,
             request.arguments,
         );
@@ -179,6 +184,49 @@ impl ServerHandler for Session {
                 Err(ErrorData::internal_error("the request was cancelled", None))
             }
         }
+    }
+}
+
+/// The context of a call: the first valid `traceparent` (with its `tracestate`) of
+/// the request's `_meta` (in its params, or as rmcp hands it to the handler) and, on
+/// Streamable HTTP, of its headers. `_meta` wins: it is the client's, the headers may
+/// be a proxy's. None valid: the call starts a trace of its own.
+fn call_context(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> CallContext {
+    let from_meta = |meta: &MetaObject| {
+        meta.get_traceparent()
+            .map(|parent| (parent.to_owned(), meta.get_tracestate().map(str::to_owned)))
+    };
+    let from_headers = || {
+        let headers = &context.extensions.get::<http::request::Parts>()?.headers;
+        let mut parents = headers.get_all("traceparent").iter();
+        // Two traceparent fields are no valid one.
+        let parent = parents.next()?.to_str().ok()?;
+        if parents.next().is_some() {
+            return None;
+        }
+        // tracestate fields are one list, in order.
+        let states: Vec<&str> = headers
+            .get_all("tracestate")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let state = (!states.is_empty()).then(|| states.join(","));
+        Some((parent.to_owned(), state))
+    };
+    let found = [
+        request.meta.as_deref().and_then(from_meta),
+        from_meta(&context.meta.0),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(std::iter::once_with(from_headers).flatten())
+    .find(|(parent, _)| TraceParent::parse(parent).is_some());
+    match found {
+        Some((parent, state)) => CallContext::new().traced(Some(&parent), state.as_deref()),
+        None => CallContext::new(),
     }
 }
 

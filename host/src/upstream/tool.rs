@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::connection::Connection;
 use super::convert::hints_of;
+use crate::call::CallContext;
 use crate::error::CallError;
 use crate::group::CheckedTool;
 use crate::source::ToolSource;
@@ -90,7 +91,12 @@ impl Tool for UpstreamTool {
         ToolSource::Mcp(self.server_name.clone())
     }
 
-    async fn call(&self, args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(
+        &self,
+        _ctx: &CallContext,
+        args: &Args,
+        _hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         let Some(server) = self.server.upgrade() else {
             return Err(CallError::Connection {
                 server: self.server_name.clone(),

@@ -22,12 +22,41 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::cache_private;
+
+/// Compile cache lookups, counted by the runtime and shown by the metrics
+/// (`/metrics`).
+#[derive(Debug, Default)]
+pub struct CacheCounts {
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl CacheCounts {
+    /// A component found in the cache.
+    pub(crate) fn hit(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A component compiled (not in the cache, or no cache).
+    pub(crate) fn miss(&self) {
+        self.misses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Hits and misses so far.
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
+    }
+}
 
 /// How long an entry may go unused by every load before a load removes it.
 pub const MAX_UNUSED: Duration = Duration::from_secs(7 * 24 * 3600);

@@ -17,6 +17,7 @@ use super::runtime::WasmRuntime;
 use super::tool::{
     FUEL_EXHAUSTED, Guest, Pre, SPEC_FUEL, WasmTool, from_wit_hints, root_message, trap_text,
 };
+use crate::call::notes::Denials;
 use crate::config::pins::Pin;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::grants::Capabilities;
@@ -228,6 +229,7 @@ impl WasmRuntime {
     async fn read_plugin(&self, mut tool: WasmTool) -> Result<WasmTool, LoadError> {
         let (spec, hints) = tool
             .in_fresh_instance(
+                Denials::default(),
                 &Limits::default(),
                 &Capabilities::default(),
                 SPEC_FUEL,
@@ -274,6 +276,7 @@ impl WasmRuntime {
         );
         let decls = asker
             .in_fresh_instance(
+                Denials::default(),
                 &Limits::default(),
                 &Capabilities::default(),
                 TOOLBOX_FUEL,

@@ -9,10 +9,9 @@ use std::time::Duration;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::cache::CompileCache;
+use super::cache::{CacheCounts, CompileCache};
 use super::sandbox::Sandbox;
 use crate::config::runtime::RuntimeSettings;
-use crate::observe::CacheCounts;
 
 /// How often the epoch advances: the granularity of deadlines, and how often a
 /// running guest yields to the async executor so a busy guest cannot starve others.

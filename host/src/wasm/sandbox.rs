@@ -14,9 +14,9 @@ use super::fds::{CallFds, HasFds, SocketView};
 use super::fs::{FsState, FsView, HasFs, Pins};
 use super::net::{HasNet, NetState, NetView};
 use super::output::CapturedOutput;
+use crate::call::notes::Denials;
 use crate::grants::Capabilities;
 use crate::limits::Limits;
-use crate::observe::notes::Denials;
 
 /// Table elements a guest may have: far above what real tools use (a Rust guest has
 /// a few hundred), far below what would strain the host.
@@ -64,14 +64,15 @@ impl Sandbox {
     /// preopened directories, no network (no TCP, UDP or name lookup, every address
     /// refused), no environment variables, no arguments, an empty stdin, and
     /// stdout/stderr captured up to `limits.max_log`.
-    /// `pins` holds the mounts' folders as they were at load.
+    /// `pins` holds the mounts' folders as they were at load. What the sandbox is
+    /// granted, and what it refuses, is reported to `denials` (the call's notes).
     pub(crate) fn new(
         limits: &Limits,
         caps: &Capabilities,
         pins: &Pins,
+        denials: Denials,
     ) -> Result<Self, SandboxError> {
-        // The call's observer (if any) hears of its denials and grants.
-        let denials = Denials::for_sandbox(caps);
+        denials.granted(caps);
         let stdout = CapturedOutput::new(limits.max_log);
         let stderr = CapturedOutput::new(limits.max_log);
         let mut wasi = WasiCtxBuilder::new();
@@ -216,8 +217,13 @@ mod tests {
     fn a_random_request_past_the_cap_fails_before_anything_is_made() {
         use wasmtime_wasi::p2::bindings::random::{insecure, random};
         let caps = Capabilities::default();
-        let mut sandbox = Sandbox::new(&Limits::default(), &caps, &Pins::default())
-            .expect("a sandbox granting nothing");
+        let mut sandbox = Sandbox::new(
+            &Limits::default(),
+            &caps,
+            &Pins::default(),
+            Denials::default(),
+        )
+        .expect("a sandbox granting nothing");
         let random = sandbox.wasi.random();
         let within = random::Host::get_random_bytes(random, 1 << 20).expect("1 MiB is given");
         assert_eq!(within.len(), 1 << 20);

@@ -12,6 +12,8 @@ use wasmtime::{Store, UpdateDeadline};
 use super::bindings::{self, Plugin, PluginPre, ToolboxPlugin, ToolboxPluginPre};
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
+use crate::call::CallContext;
+use crate::call::notes::Denials;
 use crate::config::ToolConfig;
 use crate::error::{CallError, Trap};
 use crate::grants::{Capabilities, Grants};
@@ -183,11 +185,13 @@ impl WasmTool {
     /// Runs `op` in a fresh instance with `caps` and nothing else, under `limits`: a
     /// memory limit, a deadline (epoch callback for running code, a timer for code
     /// waiting in a host call), and captured output logged with the tool's name.
+    /// The sandbox reports what it is granted and refuses to `denials`.
     ///
     /// `fuel` bounds the bytes the host copies out of the guest in one go (a result,
     /// or the arguments of one host call): see [`Store::set_hostcall_fuel`].
     pub(super) async fn in_fresh_instance<R: Send>(
         &self,
+        denials: Denials,
         limits: &Limits,
         caps: &Capabilities,
         fuel: usize,
@@ -201,7 +205,8 @@ impl WasmTool {
             .acquire()
             .await
             .map_err(|e| self.host_fault(e))?;
-        let sandbox = Sandbox::new(limits, caps, &self.pins).map_err(|e| self.host_fault(e))?;
+        let sandbox =
+            Sandbox::new(limits, caps, &self.pins, denials).map_err(|e| self.host_fault(e))?;
         let mut store = self.new_store(limits, sandbox);
         store.set_hostcall_fuel(fuel);
         let outcome = tokio::time::timeout(limits.timeout, async {
@@ -390,7 +395,7 @@ impl Tool for WasmTool {
         self.source.clone()
     }
 
-    async fn hints_for(&self, args: &Args) -> Result<Option<Hints>, CallError> {
+    async fn hints_for(&self, ctx: &CallContext, args: &Args) -> Result<Option<Hints>, CallError> {
         if let Pre::Toolbox {
             has_hints_for: false,
             ..
@@ -403,6 +408,7 @@ impl Tool for WasmTool {
         let tool = self.toolbox_name();
         let answer = self
             .in_fresh_instance(
+                ctx.denials(),
                 &self.limits,
                 &Capabilities::default(),
                 CALL_FUEL_SLACK,
@@ -430,12 +436,18 @@ impl Tool for WasmTool {
             .transpose()
     }
 
-    async fn call(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(
+        &self,
+        ctx: &CallContext,
+        args: &Args,
+        hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         let _admitted = self.admit()?;
-        match (self.run(args, hints).await, self.on_trap) {
+        match (self.run(ctx, args, hints).await, self.on_trap) {
             (Err(CallError::Trap { trap, .. }), OnTrap::Error) => {
-                crate::observe::notes::trap_as_error(crate::observe::trap_index(&trap));
-                Ok(Err(ToolError::Failed(format!("the tool {trap}"))))
+                let message = format!("the tool {trap}");
+                ctx.notes().trap_as_error(trap);
+                Ok(Err(ToolError::Failed(message)))
             }
             (result, _) => result,
         }
@@ -462,11 +474,17 @@ impl WasmTool {
         }
     }
 
-    async fn run(&self, args: &Args, hints: Hints) -> Result<ToolResult, CallError> {
+    async fn run(
+        &self,
+        ctx: &CallContext,
+        args: &Args,
+        hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         let text = self.args_text(args)?;
         let tool = self.toolbox_name();
         let result = self
             .in_fresh_instance(
+                ctx.denials(),
                 &self.limits,
                 &self.grants.for_call(hints),
                 usize::try_from(self.limits.max_output)

@@ -5,7 +5,8 @@
 //! through a channel and spawns a task to write it. For a tool call that costs more
 //! than the call. Here, once the session has started with `initialize` on a
 //! protocol before 2026-07-28, a line that is a plain `tools/call` (a name,
-//! arguments, at most a progress token) is taken out before rmcp sees it: it is
+//! arguments, at most a progress token and a trace context) is taken out before
+//! rmcp sees it: it is
 //! parsed into just those fields, run on the task that read it, and its answer is
 //! serialized once, from the same types rmcp would write, straight to the output.
 //!
@@ -42,6 +43,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::wire::{Fed, Lines, Out, Piece};
+use crate::call::CallContext;
 use crate::serve::answer;
 use crate::serve::served::Served;
 
@@ -117,17 +119,36 @@ struct LeanParams {
     #[serde(default)]
     arguments: Option<JsonObject>,
     #[serde(rename = "_meta", default)]
-    _meta: Option<LeanMeta>,
+    meta: Option<LeanMeta>,
 }
 
 /// The request metadata the lean path accepts: a progress token, which piton's
-/// handler never uses either. Any other key (the 2026-07-28 per-request metadata)
-/// goes to rmcp.
+/// handler never uses either, and the W3C trace context (MCP's SEP-414 keys). Any
+/// other key (the 2026-07-28 per-request metadata) goes to rmcp.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LeanMeta {
     #[serde(rename = "progressToken", default)]
     _progress_token: Option<ProgressToken>,
+    #[serde(default)]
+    traceparent: Option<String>,
+    #[serde(default)]
+    tracestate: Option<String>,
+}
+
+impl LeanParams {
+    /// The call's context, with the trace context of its `_meta` (ignored when it
+    /// does not parse, as on rmcp's path).
+    fn context(&mut self) -> CallContext {
+        match self.meta.take() {
+            Some(LeanMeta {
+                traceparent: Some(parent),
+                tracestate,
+                ..
+            }) => CallContext::new().traced(Some(&parent), tracestate.as_deref()),
+            _ => CallContext::new(),
+        }
+    }
 }
 
 /// The line as a lean `tools/call`, if it is one.
@@ -269,16 +290,22 @@ where
     /// Starts a lean call: here, polled by this task, when it is the only one;
     /// else on a task of its own, so that calls in flight together use every core.
     fn start(&mut self, request: LeanRequest) {
-        let LeanRequest { id, params, .. } = request;
+        let LeanRequest { id, mut params, .. } = request;
+        let ctx = params.context();
         // The call runs on the registry of now to its end, as through rmcp.
         let served = self.lean.served.clone();
         let registry = served.registry();
         let call = {
             let id = id.clone();
             async move {
-                let answer =
-                    answer::call_tool(&registry, served.calls(), &params.name, params.arguments)
-                        .await;
+                let answer = answer::call_tool(
+                    &registry,
+                    served.calls(),
+                    ctx,
+                    &params.name,
+                    params.arguments,
+                )
+                .await;
                 answer_line(id, answer)
             }
         };
@@ -400,6 +427,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"d","arguments":null}}"#,
             r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"e","_meta":{"progressToken":"p"}}}"#,
             r#"{"jsonrpc":"2.0","id":5.0,"method":"tools/call","params":{"name":"f","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"g","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=1"}}}"#,
         ];
         for line in lines {
             let lean = parse(line.as_bytes()).unwrap_or_else(|| panic!("lean: {line}"));

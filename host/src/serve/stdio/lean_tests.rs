@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 
 use super::connection::serve_lean;
 use super::lean::Lean;
+use crate::call::CallContext;
 use crate::error::{CallError, Trap};
 use crate::registry::Registry;
 use crate::serve::served::Served;
@@ -30,6 +31,8 @@ enum Does {
     Big,
     Fail,
     Trap,
+    /// Answers with the trace context it was called in.
+    Trace,
     /// Tells `started`, then waits for `release`; sets `dropped` if the call is
     /// dropped before it ends.
     Wait {
@@ -65,8 +68,18 @@ impl Tool for TestTool {
         Hints::read_only().open_world(false)
     }
 
-    async fn call(&self, args: &Args, _hints: Hints) -> Result<ToolResult, CallError> {
+    async fn call(
+        &self,
+        ctx: &CallContext,
+        args: &Args,
+        _hints: Hints,
+    ) -> Result<ToolResult, CallError> {
         match &self.does {
+            Does::Trace => Ok(Ok(vec![Content::text(format!(
+                "{:?} {:?}",
+                ctx.trace.map(|t| t.to_string()),
+                ctx.tracestate.as_ref().map(|s| s.as_str())
+            ))])),
             Does::Text => Ok(Ok(vec![Content::text(format!(
                 "got {}",
                 Value::from(args.clone())
@@ -128,6 +141,7 @@ fn registry() -> (Registry, Waiter) {
         tool("big", Does::Big),
         tool("fail", Does::Fail),
         tool("trap", Does::Trap),
+        tool("trace", Does::Trace),
         tool(
             "wait",
             Does::Wait {
@@ -298,6 +312,48 @@ async fn a_lean_answer_is_byte_for_byte_what_rmcp_answers() {
     peer.send(&call(json!(20), "text", json!({}), meta)).await;
     peer.answer().await;
     assert_eq!(peer.lean.answered(), before + 1);
+    peer.close().await;
+}
+
+/// What the `trace` tool answered to `line`.
+fn traced(line: &str) -> String {
+    let answer: Value = serde_json::from_str(line).expect("JSON");
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text answer: {answer}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_trace_context_of_meta_reaches_the_tool_on_both_paths() {
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (registry, _waiter) = registry();
+    let mut peer = Peer::start(registry);
+    peer.initialize().await;
+    let sent = json!({"traceparent": PARENT, "tracestate": "rojo=00f067aa0ba902b7"});
+    let expected = format!("Some({PARENT:?}) Some(\"rojo=00f067aa0ba902b7\")");
+    let mut through = sent.clone();
+    through["piton.test/through"] = json!("rmcp");
+    for (meta, lean) in [(sent, true), (through, false)] {
+        let before = peer.lean.answered();
+        peer.send(&call(json!(1), "trace", json!({}), Some(meta)))
+            .await;
+        let answer = peer.answer().await;
+        assert_eq!(peer.lean.answered(), before + u64::from(lean), "{answer}");
+        assert_eq!(traced(&answer), expected, "lean: {lean}");
+    }
+    // A bad traceparent is ignored, on either path: the call runs, in no trace.
+    for through in [None, Some("rmcp")] {
+        let mut meta = json!({"traceparent": "00-bad", "tracestate": "rojo=1"});
+        if let Some(through) = through {
+            meta["piton.test/through"] = json!(through);
+        }
+        peer.send(&call(json!(2), "trace", json!({}), Some(meta)))
+            .await;
+        assert_eq!(traced(&peer.answer().await), "None None");
+    }
+    peer.send(&call(json!(3), "trace", json!({}), None)).await;
+    assert_eq!(traced(&peer.answer().await), "None None");
     peer.close().await;
 }
 

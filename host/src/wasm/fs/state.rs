@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::pin::{self, Identity};
 use super::quota;
-use crate::observe::notes::Denials;
+use crate::call::notes::Denials;
 
 /// An add-only descriptor the guest holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

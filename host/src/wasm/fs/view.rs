@@ -19,7 +19,7 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
 use super::pin::Identity;
 use super::quota::QuotaExceeded;
 use super::state::{FsState, Node};
-use crate::observe::notes::Capability;
+use crate::call::notes::Capability;
 
 /// The filesystem functions' view of one call: wasmtime-wasi's, plus the add-only
 /// bookkeeping.

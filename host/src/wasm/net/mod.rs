@@ -34,8 +34,8 @@ mod view;
 use wasmtime::component::Linker;
 use wasmtime_wasi::WasiCtxBuilder;
 
+use crate::call::notes::Denials;
 use crate::grants::{NetAccess, NetGrant};
-use crate::observe::notes::Denials;
 
 pub(crate) use policy::Policy;
 pub(crate) use view::{HasNet, NetState, NetView};

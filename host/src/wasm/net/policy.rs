@@ -12,8 +12,8 @@ use futures::future::{BoxFuture, Shared};
 use wasmtime_wasi::sockets::SocketAddrUse;
 
 use super::addr::is_public;
+use crate::call::notes::{Capability, Denials};
 use crate::grants::{Host, NetAccess, NetGrant};
-use crate::observe::notes::{Capability, Denials};
 
 /// Resolves one name to its addresses, blocking: the system resolver, or a fake one
 /// in tests. It runs on a thread of its own, never on tokio's blocking pool (which

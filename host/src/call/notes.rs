@@ -1,14 +1,17 @@
-//! What one call's sandbox tells its observer: each denial (the filesystem or
-//! network layer refused something the guest asked for), and what the call was
-//! granted. The registry opens a call's notes around the call (a task-local), the
-//! sandbox picks them up when it is made, and the registry reads them when the call
-//! ends, for the metrics and the audit record.
+//! What one call's sandboxes tell its observer: each denial (the filesystem or
+//! network layer refused something the guest asked for), what the call was
+//! granted, and a trap its tool turned into an error result. The notes travel in
+//! the call's [`CallContext`](crate::call::CallContext): a sandbox reports to the
+//! [`Denials`] it is given, and the registry's observer reads the notes when the
+//! call ends, for the metrics and the audit record.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
+use crate::error::Trap;
 use crate::grants::{Capabilities, FsAccess};
 
 /// The most denials one call's audit record lists; past it they are only counted
@@ -17,10 +20,6 @@ pub(crate) const MAX_DENIALS_LISTED: usize = 32;
 
 /// The most bytes of a guest's path or name a denial keeps.
 const MAX_TARGET: usize = 256;
-
-tokio::task_local! {
-    static CALL: Arc<Notes>;
-}
 
 /// Which capability a denial was of: the metric label and the audit field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -113,8 +112,9 @@ impl Granted {
 /// A call's notes, shared by its sandboxes and the registry.
 #[derive(Debug, Default)]
 pub(crate) struct Notes {
-    /// Whether the audit log wants details (denials listed, what was granted).
-    details: bool,
+    /// Whether the audit log wants details (denials listed, what was granted);
+    /// without, denials are only counted.
+    details: AtomicBool,
     inner: Mutex<Taken>,
 }
 
@@ -131,23 +131,27 @@ pub(crate) struct Taken {
     /// The values the call was given that must not reach the log: header values
     /// and environment values.
     pub(crate) secrets: Vec<String>,
-    /// The trap (index in `TRAP_KINDS`) the tool turned into an error result
-    /// (`on_trap = "error"`): the call still counts as that trap.
-    pub(crate) trap_as_error: Option<usize>,
+    /// The trap the tool turned into an error result (`on_trap = "error"`): the
+    /// call still counts as that trap.
+    pub(crate) trap_as_error: Option<Trap>,
 }
 
 impl Notes {
-    /// Fresh notes; with `details`, denials and grants are kept for the audit log.
-    pub(crate) fn new(details: bool) -> Arc<Self> {
-        Arc::new(Self {
-            details,
-            inner: Mutex::default(),
-        })
+    /// From now on, with `details`, denials and grants are kept for the audit log.
+    pub(crate) fn keep_details(&self, details: bool) {
+        self.details.store(details, Ordering::Relaxed);
     }
 
-    /// Runs `call` with these notes open to every sandbox it makes.
-    pub(crate) async fn around<F: std::future::Future>(self: &Arc<Self>, call: F) -> F::Output {
-        CALL.scope(self.clone(), call).await
+    fn details(&self) -> bool {
+        self.details.load(Ordering::Relaxed)
+    }
+
+    /// Notes that the tool turned `trap` into an error result.
+    pub(crate) fn trap_as_error(&self, trap: Trap) {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .trap_as_error = Some(trap);
     }
 
     /// What has been noted, taken out.
@@ -164,7 +168,7 @@ impl Notes {
         if let Some(count) = inner.counts.get_mut(index) {
             *count = count.saturating_add(1);
         }
-        if self.details && inner.listed.len() < MAX_DENIALS_LISTED {
+        if self.details() && inner.listed.len() < MAX_DENIALS_LISTED {
             // Masked before it is cut: a target padded to end mid-value would keep
             // all of the value but the bytes cut, which no longer match the mask.
             let mut target = redact(&target.to_string(), &inner.secrets);
@@ -178,7 +182,7 @@ impl Notes {
     }
 
     fn granted(&self, caps: &Capabilities) {
-        if !self.details {
+        if !self.details() {
             return;
         }
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -192,32 +196,24 @@ impl Notes {
     }
 }
 
-/// Notes, on the call being run on this task (if an observer is watching), that its
-/// tool turned the trap of kind `index` (in `TRAP_KINDS`) into an error result.
-pub(crate) fn trap_as_error(index: usize) {
-    let _ = CALL.try_with(|notes| {
-        notes
-            .inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .trap_as_error = Some(index);
-    });
-}
-
-/// Where a sandbox reports its denials: the notes of the call it runs for, if an
-/// observer is watching. Cheap to clone.
+/// Where a sandbox reports its denials: the notes of the call it runs for, or
+/// nowhere (a load's reads of a tool's spec, which are no call). Cheap to clone.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Denials(Option<Arc<Notes>>);
 
 impl Denials {
-    /// The notes of the call being run on this task, if any, told what `caps`
-    /// grants: a sandbox calls this when it is made.
-    pub(crate) fn for_sandbox(caps: &Capabilities) -> Self {
-        let notes = CALL.try_with(Arc::clone).ok();
-        if let Some(notes) = &notes {
+    /// Reports to `notes`.
+    pub(crate) fn to(notes: Arc<Notes>) -> Self {
+        Self(Some(notes))
+    }
+
+    /// Notes that the sandbox being made is granted `caps`: a sandbox calls this
+    /// when it is made, so the last one of a call (its `run`) is what the call was
+    /// granted.
+    pub(crate) fn granted(&self, caps: &Capabilities) {
+        if let Some(notes) = &self.0 {
             notes.granted(caps);
         }
-        Self(notes)
     }
 
     /// Notes that `target` was refused `capability` because of `why`.
@@ -284,16 +280,20 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_sandbox_inside_a_call_reports_to_its_notes_and_keeps_names_not_values() {
-        let notes = Notes::new(true);
+    /// Notes that keep details, as with an audit log.
+    fn detailed() -> Arc<Notes> {
+        let notes = Arc::new(Notes::default());
+        notes.keep_details(true);
         notes
-            .around(async {
-                let denials = Denials::for_sandbox(&caps());
-                denials.deny(Capability::Net, &"example.org:443", "not granted");
-                denials.deny(Capability::Fs, &"a.txt", "existed");
-            })
-            .await;
+    }
+
+    #[test]
+    fn a_sandbox_of_a_call_reports_to_its_notes_and_keeps_names_not_values() {
+        let notes = detailed();
+        let denials = Denials::to(notes.clone());
+        denials.granted(&caps());
+        denials.deny(Capability::Net, &"example.org:443", "not granted");
+        denials.deny(Capability::Fs, &"a.txt", "existed");
         let taken = notes.take();
         assert_eq!(taken.counts, [1, 1]);
         assert_eq!(taken.listed.len(), 2);
@@ -307,36 +307,44 @@ mod tests {
         assert_eq!(taken.secrets, ["Bearer xyz", "s3cret-value"]);
     }
 
-    #[tokio::test]
-    async fn outside_a_call_nothing_is_noted_and_past_the_limit_denials_are_only_counted() {
-        Denials::for_sandbox(&caps()).deny(Capability::Net, &"x:1", "no");
-        let notes = Notes::new(true);
-        notes
-            .around(async {
-                let denials = Denials::for_sandbox(&Capabilities::default());
-                for _ in 0..MAX_DENIALS_LISTED + 5 {
-                    denials.deny(Capability::Fs, &"p".repeat(1000), "no");
-                }
-            })
-            .await;
+    #[test]
+    fn without_details_denials_are_only_counted_and_grants_not_kept() {
+        let notes = Arc::new(Notes::default());
+        let denials = Denials::to(notes.clone());
+        denials.granted(&caps());
+        denials.deny(Capability::Net, &"example.org:443", "not granted");
+        // Reporting nowhere (a load's reads) touches no call's notes.
+        Denials::default().deny(Capability::Fs, &"x", "no");
+        let taken = notes.take();
+        assert_eq!(taken.counts, [0, 1]);
+        assert!(taken.listed.is_empty() && taken.granted.is_none());
+        assert!(taken.secrets.is_empty());
+    }
+
+    #[test]
+    fn past_the_limit_denials_are_only_counted() {
+        let notes = detailed();
+        let denials = Denials::to(notes.clone());
+        denials.granted(&Capabilities::default());
+        for _ in 0..MAX_DENIALS_LISTED + 5 {
+            denials.deny(Capability::Fs, &"p".repeat(1000), "no");
+        }
         let taken = notes.take();
         assert_eq!(taken.counts, [MAX_DENIALS_LISTED as u64 + 5, 0]);
         assert_eq!(taken.listed.len(), MAX_DENIALS_LISTED);
         assert!(taken.listed[0].target.len() <= MAX_TARGET + '…'.len_utf8());
     }
 
-    #[tokio::test]
-    async fn a_secret_at_the_cut_of_a_long_target_is_masked_before_the_cut() {
+    #[test]
+    fn a_secret_at_the_cut_of_a_long_target_is_masked_before_the_cut() {
         // A guest pads a path so that the granted value ends just past the cut: cut
         // first, the value lost its last byte and no longer matched its mask.
-        let notes = Notes::new(true);
+        let notes = detailed();
         let secret = "s3cret-value";
         let padded = format!("{}{secret}", "p".repeat(MAX_TARGET - secret.len() + 1));
-        notes
-            .around(async {
-                Denials::for_sandbox(&caps()).deny(Capability::Fs, &padded, "existed");
-            })
-            .await;
+        let denials = Denials::to(notes.clone());
+        denials.granted(&caps());
+        denials.deny(Capability::Fs, &padded, "existed");
         let taken = notes.take();
         // What the audit record gets: the listed target, masked again at the end.
         let logged = redact(&taken.listed[0].target, &taken.secrets);

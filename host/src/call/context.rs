@@ -1,0 +1,145 @@
+//! [`CallContext`]: what one call carries with it from the transport to the tool and
+//! back to the observer.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::call::notes::{Denials, Notes};
+use crate::call::trace::{TraceParent, TraceState};
+
+/// The next call's id.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A call's id: unique within this process, in the order calls were made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CallId(u64);
+
+impl CallId {
+    /// The number.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What one call carries with it: its id, its notes (what its sandboxes refused and
+/// were granted, which the registry's observer reads when it ends) and the trace
+/// context its caller sent.
+///
+/// [`Registry::call`](crate::registry::Registry::call) makes one per call;
+/// [`Registry::call_with`](crate::registry::Registry::call_with) takes one a
+/// transport made, with the caller's trace context. A [`Tool`](crate::tool::Tool)
+/// gets it in [`Tool::call`](crate::tool::Tool::call): what the call may touch is
+/// in its signature, not in a task-local.
+///
+/// ```
+/// use piton_host::call::CallContext;
+///
+/// let ctx = CallContext::new().traced(
+///     Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+///     Some("rojo=00f067aa0ba902b7"),
+/// );
+/// let trace = ctx.trace.expect("a valid traceparent");
+/// assert_eq!(trace.trace_id()[0], 0x4b);
+/// assert!(trace.sampled());
+/// // A traceparent that does not parse is ignored, and its tracestate with it.
+/// let ctx = CallContext::new().traced(Some("not a traceparent"), Some("rojo=1"));
+/// assert!(ctx.trace.is_none() && ctx.tracestate.is_none());
+/// ```
+pub struct CallContext {
+    id: CallId,
+    notes: Arc<Notes>,
+    /// The caller's `traceparent`, if it sent a valid one: the call's span is a
+    /// child of its parent id, in its trace. `None`: the call starts a trace.
+    pub trace: Option<TraceParent>,
+    /// The caller's `tracestate`; only with a [`CallContext::trace`].
+    pub tracestate: Option<TraceState>,
+}
+
+impl CallContext {
+    /// A context with a new id, nothing noted and no trace context.
+    pub fn new() -> Self {
+        Self {
+            id: CallId(NEXT_ID.fetch_add(1, Ordering::Relaxed)),
+            notes: Arc::default(),
+            trace: None,
+            tracestate: None,
+        }
+    }
+
+    /// This context with the caller's `traceparent` and `tracestate` values, parsed
+    /// ([`TraceParent::parse`], [`TraceState::parse`]). A `traceparent` that does
+    /// not parse is ignored (the call starts a trace of its own), and so is the
+    /// `tracestate` sent with it, as the W3C spec says.
+    pub fn traced(mut self, traceparent: Option<&str>, tracestate: Option<&str>) -> Self {
+        self.trace = traceparent.and_then(TraceParent::parse);
+        self.tracestate = self.trace.and(tracestate).and_then(TraceState::parse);
+        self
+    }
+
+    /// The call's id.
+    pub fn id(&self) -> CallId {
+        self.id
+    }
+
+    /// The call's notes, for its observer.
+    pub(crate) fn notes(&self) -> &Arc<Notes> {
+        &self.notes
+    }
+
+    /// Where a sandbox of this call reports what it refuses and is granted.
+    pub(crate) fn denials(&self) -> Denials {
+        Denials::to(self.notes.clone())
+    }
+}
+
+impl Default for CallContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("id", &self.id)
+            .field("trace", &self.trace)
+            .field("tracestate", &self.tracestate)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_context_has_its_own_id_and_notes() {
+        let (a, b) = (CallContext::new(), CallContext::new());
+        assert!(b.id() > a.id(), "{:?} then {:?}", a.id(), b.id());
+        assert!(!Arc::ptr_eq(a.notes(), b.notes()));
+        assert!(a.trace.is_none() && a.tracestate.is_none());
+    }
+
+    #[test]
+    fn a_tracestate_comes_only_with_a_traceparent() {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let ctx = CallContext::new().traced(Some(parent), Some("rojo=1"));
+        assert_eq!(ctx.trace.map(|t| t.to_string()).as_deref(), Some(parent));
+        assert_eq!(
+            ctx.tracestate.as_ref().map(TraceState::as_str),
+            Some("rojo=1")
+        );
+        let ctx = CallContext::new().traced(None, Some("rojo=1"));
+        assert!(ctx.trace.is_none() && ctx.tracestate.is_none());
+        // A bad tracestate leaves the traceparent.
+        let ctx = CallContext::new().traced(Some(parent), Some("Bad Key=1"));
+        assert!(ctx.trace.is_some() && ctx.tracestate.is_none());
+    }
+}
