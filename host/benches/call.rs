@@ -1,7 +1,9 @@
 //! What one `word_count` call costs: in a fresh instance (piton's way), in a reused
 //! instance, and as a native Rust function; what watching a call adds (the metrics,
-//! the audit log, the consent policy `serve` follows, for a read-only call); and how many fresh-instance calls a second 1, 2, 4 and 8
-//! concurrent callers get through.
+//! the audit log); what the consent policy `serve` follows adds to a read-only call
+//! it does not ask about; what watching a native call that does nothing adds, with
+//! `[tracing]` off and on (the per-call cost of the observer alone); and how many
+//! fresh-instance calls a second 1, 2, 4 and 8 concurrent callers get through.
 //!
 //! Run with: `cargo bench -p piton-host --bench call`
 
@@ -135,6 +137,7 @@ fn bench(c: &mut Criterion) {
     drop(reused);
     ratios(&s);
     observed(&s);
+    observed_native(&s);
     consented(&s);
     throughput(&s);
 }
@@ -154,7 +157,8 @@ fn observed(s: &Setup) {
         to: Some(AuditTo::File(logs.path().join("audit.log"))),
         arguments: false,
     };
-    let observer = Observer::new(&settings, Arc::default()).expect("an audit log");
+    let observer =
+        Observer::new(&settings, &Default::default(), Arc::default()).expect("an audit log");
     audited.set_observer(observer.clone());
     let registries = [
         ("unobserved", &bare),
@@ -190,15 +194,39 @@ fn observed(s: &Setup) {
     record("call", "metrics_and_audit_added", added(2), "µs");
 }
 
+/// A native tool that does nothing: a call of it is the registry's own path.
+struct Noop {
+    spec: piton_host::ToolSpec,
+}
+
+#[async_trait::async_trait]
+impl piton_host::Tool for Noop {
+    fn spec(&self) -> &piton_host::ToolSpec {
+        &self.spec
+    }
+
+    fn hints(&self) -> piton_host::Hints {
+        piton_host::Hints::read_only().open_world(false)
+    }
+
+    async fn call(
+        &self,
+        _ctx: &piton_host::CallContext,
+        _args: &piton_host::Args,
+        _hints: piton_host::Hints,
+    ) -> Result<piton_host::ToolResult, piton_host::CallError> {
+        Ok(Ok(Vec::new()))
+    }
+}
+
+/// A registry a loader made with `config` (so with an observer), holding `noop`.
 /// What the consent policy `piton serve` follows adds to a call it does not ask
-/// about: medians of read-only `word_count` in a registry without and with the
-/// default policy (`not-read-only`), in interleaved rounds.
+/// about: medians of the read-only native no-op (the registry's own path, nothing
+/// else) in a registry without and with the default policy (`not-read-only`), in
+/// interleaved rounds.
 fn consented(s: &Setup) {
-    let tool = s.registry.get("word_count").expect("bundled").clone();
-    let mut bare = Registry::new();
-    bare.add_shared(tool.clone()).expect("one tool");
-    let mut asking = Registry::new();
-    asking.add_shared(tool).expect("one tool");
+    let bare = native_registry(s, Default::default());
+    let mut asking = native_registry(s, Default::default());
     let consent = piton_host::consent::Keeper::new(None)
         .consent(
             &piton_host::config::approve::ApproveSettings::default(),
@@ -207,27 +235,115 @@ fn consented(s: &Setup) {
         )
         .expect("a consent policy");
     asking.set_consent(Arc::new(consent));
-    let args = json!({ "text": TEXT });
     let mut times = [const { Vec::new() }; 2];
-    for _ in 0..10 {
+    for _ in 0..20 {
         for (registry, times) in [&bare, &asking].into_iter().zip(&mut times) {
-            for _ in 0..500 {
+            for _ in 0..2000 {
                 let t = Instant::now();
-                let _ = black_box(s.rt.block_on(registry.call("word_count", args.clone())));
+                let _ = black_box(s.rt.block_on(registry.call("noop", json!({}))));
                 times.push(t.elapsed());
             }
         }
     }
     let [without, with] = times.map(|times| Summary::of(times).median());
-    println!("the consent policy on a read-only call, over 5000 calls each:");
-    record("call", "without_consent_median", support::us(without), "µs");
-    record("call", "with_consent_median", support::us(with), "µs");
+    println!("the consent policy on a read-only native no-op call, over 40000 calls each:");
     record(
         "call",
-        "consent_added",
-        support::us(with.saturating_sub(without)),
-        "µs",
+        "native_without_consent_median",
+        support::ns(without),
+        "ns",
     );
+    record(
+        "call",
+        "native_with_consent_median",
+        support::ns(with),
+        "ns",
+    );
+    record(
+        "call",
+        "native_consent_added",
+        support::ns(with.saturating_sub(without)),
+        "ns",
+    );
+}
+
+fn native_registry(s: &Setup, config: piton_host::config::Config) -> Registry {
+    let mut registry = s.rt.block_on(async {
+        Loader::new(
+            WasmRuntime::new(RuntimeConfig::default()).expect("runtime"),
+            PluginsAt::Bundled,
+        )
+        .with_config(config)
+        .load()
+        .await
+        .expect("bundled plugins")
+        .registry
+    });
+    registry
+        .add(Noop {
+            spec: piton_host::ToolSpec {
+                name: "noop".into(),
+                description: "does nothing".into(),
+                input_schema: json!({"type": "object"}),
+                parallel: true,
+            },
+        })
+        .expect("one tool");
+    registry
+}
+
+/// What watching a call costs where the call itself costs next to nothing: medians
+/// of a native no-op in a registry with no observer, with the metrics (`[tracing]`
+/// off, as by default), and with spans sent to an OTLP address (a closed port: the
+/// call's share is queueing its span; the export runs on the exporter's thread), in
+/// interleaved rounds.
+fn observed_native(s: &Setup) {
+    let mut bare = Registry::new();
+    bare.add_shared(
+        native_registry(s, Default::default())
+            .get("noop")
+            .expect("noop")
+            .clone(),
+    )
+    .expect("one tool");
+    let metrics = native_registry(s, Default::default());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = closed.local_addr().expect("address").port();
+    drop(closed);
+    let mut config = piton_host::config::Config::default();
+    config.tracing.otlp =
+        Some(piton_host::OtlpEndpoint::parse(&format!("http://127.0.0.1:{port}")).expect("a URL"));
+    let traced = native_registry(s, config);
+    let registries = [
+        ("native_unobserved", &bare),
+        ("native_metrics_tracing_off", &metrics),
+        ("native_tracing_on", &traced),
+    ];
+    let mut times = [const { Vec::new() }; 3];
+    for _ in 0..20 {
+        for ((_, registry), times) in registries.iter().zip(&mut times) {
+            for _ in 0..2000 {
+                let t = Instant::now();
+                let _ = black_box(s.rt.block_on(registry.call("noop", json!({}))));
+                times.push(t.elapsed());
+            }
+        }
+    }
+    println!("watching a native no-op call, over 40000 calls each:");
+    let mut medians = Vec::new();
+    for ((name, _), times) in registries.iter().zip(times) {
+        let summary = Summary::of(times);
+        record(
+            "call",
+            &format!("{name}_median"),
+            support::ns(summary.median()),
+            "ns",
+        );
+        medians.push(summary.median());
+    }
+    let added = |i: usize| support::ns(medians[i].saturating_sub(medians[0]));
+    record("call", "native_metrics_tracing_off_added", added(1), "ns");
+    record("call", "native_tracing_on_added", added(2), "ns");
 }
 
 /// Medians over plain timed loops, printed as ratios (criterion reports each alone)

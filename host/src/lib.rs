@@ -61,6 +61,7 @@ pub mod wasm;
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use call::CallContext;
 pub use config::audit::{AuditSettings, AuditTo};
+pub use config::tracing::{OtlpEndpoint, TracingSettings};
 pub use error::{Bound, CallError, LoadError, LoadErrorKind, Trap};
 pub use group::{
     CheckedTool, DynGroup, GroupNameError, GroupTools, SpecError, ToolGroup, check_group_name,

@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::audit::AuditSettings;
 use crate::config::pins::{Pins, file_section};
+use crate::config::tracing::TracingSettings;
 use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
@@ -67,6 +68,9 @@ enum ConfigFrom {
     Given(Box<Config>),
 }
 
+/// The tables an [`Observer`] was made from.
+type ObserveSettings = (AuditSettings, TracingSettings);
+
 /// Loads the tools of a plugins folder, its piton.toml and its upstream servers into
 /// a [`Registry`], as often as asked.
 pub struct Loader {
@@ -79,9 +83,9 @@ pub struct Loader {
     /// Whether the runtime was sized from piton.toml's `[runtime]` table (the CLI),
     /// so that a table removed since is a change too; else the program sized it.
     sized_by_config: bool,
-    /// The metrics and audit log of every registry loaded, made at the first load
-    /// from its `[audit]` table, with that table.
-    observer: Mutex<Option<(AuditSettings, Arc<Observer>)>>,
+    /// The metrics, audit log and spans of every registry loaded, made at the first
+    /// load from its `[audit]` and `[tracing]` tables, with those tables.
+    observer: Mutex<Option<(ObserveSettings, Arc<Observer>)>>,
     /// With it (`piton serve`), every registry asks the person before the calls
     /// piton.toml's `[approve]` names.
     consent: Option<crate::consent::Keeper>,
@@ -327,25 +331,31 @@ impl Loader {
     }
 
     /// The observer every registry of this loader reports to: made at the first
-    /// load from `config`'s `[audit]` table (opening the audit log), kept after. A
-    /// table changed since is a warning: it takes effect at restart.
+    /// load from `config`'s `[audit]` and `[tracing]` tables (opening the audit log,
+    /// starting the span exporter), kept after. A table changed since is a warning:
+    /// it takes effect at restart.
     fn observer_for(
         &self,
         config: &Config,
         warnings: &mut Vec<String>,
     ) -> Result<Arc<Observer>, LoaderError> {
         let mut made = self.observer.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((settings, observer)) = &*made {
-            if *settings != config.audit {
-                warnings.push(
-                    "piton.toml [audit] takes effect when piton starts, not at a reload; \
-                     restart piton to apply it"
-                        .to_owned(),
-                );
+        if let Some(((audit, tracing), observer)) = &*made {
+            for (changed, table) in [
+                (*audit != config.audit, "audit"),
+                (*tracing != config.tracing, "tracing"),
+            ] {
+                if changed {
+                    warnings.push(format!(
+                        "piton.toml [{table}] takes effect when piton starts, not at a \
+                         reload; restart piton to apply it"
+                    ));
+                }
             }
             return Ok(observer.clone());
         }
-        let observer = Observer::new(&config.audit, self.runtime.cache_counts()).map_err(|e| {
+        let observer = Observer::new(&config.audit, &config.tracing, self.runtime.cache_counts())
+            .map_err(|e| {
             let file = self.config_file().unwrap_or_else(|| "piton.toml".into());
             LoaderError::Observe(match e {
                 ObserveError::Audit { .. } => format!(
@@ -353,10 +363,18 @@ impl Loader {
                      folder must exist), or to = \"stderr\"",
                     file.display()
                 ),
+                ObserveError::Tracing { .. } => format!(
+                    "{}: tracing.otlp: {e}; check the collector's address, or leave `otlp` \
+                     out",
+                    file.display()
+                ),
                 other => other.to_string(),
             })
         })?;
-        *made = Some((config.audit.clone(), observer.clone()));
+        *made = Some((
+            (config.audit.clone(), config.tracing.clone()),
+            observer.clone(),
+        ));
         Ok(observer)
     }
 
@@ -535,7 +553,7 @@ impl Loader {
 
     fn read_config(&self) -> Result<Config, ConfigError> {
         match (&self.config, self.config_file()) {
-            (ConfigFrom::Given(config), _) => Ok((**config).clone()),
+            (ConfigFrom::Given(config), _) => Ok(Config::clone(config)),
             (_, Some(file)) => Config::load(&file),
             (_, None) => Ok(Config::default()),
         }

@@ -20,6 +20,7 @@ mod mcp_client;
 mod net;
 mod net_http;
 mod observe;
+mod otlp;
 mod peers;
 mod pins;
 mod protected;

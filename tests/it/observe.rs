@@ -422,7 +422,8 @@ async fn the_approvers_decision_is_in_the_record() {
         to: Some(AuditTo::File(log.clone())),
         arguments: false,
     };
-    let observer = Observer::new(&settings, std::sync::Arc::default()).expect("an observer");
+    let observer = Observer::new(&settings, &Default::default(), std::sync::Arc::default())
+        .expect("an observer");
     let mut registry = registry_of(&[plugins::WORD_COUNT], Limits::default()).await;
     registry.set_observer(observer.clone());
     registry.set_approver(|request: &piton_host::ApprovalRequest<'_>| {

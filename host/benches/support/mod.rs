@@ -69,6 +69,11 @@ pub fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Nanoseconds, for [`record`].
+pub fn ns(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e9
+}
+
 /// Microseconds, for [`record`].
 pub fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6

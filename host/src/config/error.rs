@@ -8,6 +8,7 @@ use crate::config::audit::AuditError;
 use crate::config::mcp::McpError;
 use crate::config::pins::PinError;
 use crate::config::runtime::RuntimeError;
+use crate::config::tracing::TracingError;
 use crate::config::values::ValueError;
 use crate::name_claims::NotAPluginFile;
 use crate::nolinks::MountError;
@@ -69,6 +70,9 @@ pub enum ConfigProblem {
     /// The `[approve]` table, or a tool's `approve`.
     #[error(transparent)]
     Approve(#[from] ApproveError),
+    /// The `[tracing]` table.
+    #[error(transparent)]
+    Tracing(#[from] TracingError),
     /// An `[mcp.NAME]` section.
     #[error(transparent)]
     Mcp(#[from] McpError),

@@ -21,8 +21,9 @@
 //! ```
 //!
 //! `[mcp.NAME]` upstream MCP servers ([`UpstreamConfig`]), `[runtime]` sizing the wasm
-//! runtime ([`RuntimeSettings`]), `[audit]`, the audit log ([`AuditSettings`]), and
-//! `[cache]` bounding the compile cache ([`CacheSettings`]).
+//! runtime ([`RuntimeSettings`]), `[audit]`, the audit log ([`AuditSettings`]),
+//! `[tracing]`, spans of calls sent over OTLP ([`TracingSettings`]), and `[cache]`
+//! bounding the compile cache ([`CacheSettings`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -37,6 +38,7 @@ mod hint_overrides;
 pub mod mcp;
 pub mod pins;
 pub mod runtime;
+pub mod tracing;
 pub(crate) mod values;
 
 pub use self::approve::ApproveSettings;
@@ -50,6 +52,7 @@ pub use self::mcp::{UpstreamConfig, UpstreamConnect};
 use self::pins::{Pins, RawPlugin, Sha256};
 use self::runtime::RawRuntime;
 pub use self::runtime::RuntimeSettings;
+use self::tracing::{RawTracing, TracingSettings};
 use self::values::{parse_duration, parse_net_entry, parse_size};
 use crate::grants::{Grants, Mount, MountMode};
 use crate::limits::Limits;
@@ -77,6 +80,8 @@ pub struct Config {
     pub runtime: RuntimeSettings,
     /// The `[audit]` table: where the audit log goes.
     pub audit: AuditSettings,
+    /// The `[tracing]` table: where spans of calls are sent.
+    pub tracing: TracingSettings,
     /// The digests pinned: `[plugins."FILE.wasm"] sha256` and `[tools.NAME] sha256`.
     pub pins: Pins,
     /// The `[cache]` table: how much compiled code the compile cache keeps.
@@ -120,6 +125,8 @@ struct RawConfig {
     runtime: RawRuntime,
     #[serde(default)]
     audit: RawAudit,
+    #[serde(default)]
+    tracing: RawTracing,
     #[serde(default)]
     plugins: BTreeMap<String, RawPlugin>,
     #[serde(default)]
@@ -225,6 +232,7 @@ impl Config {
         }
         let runtime = RuntimeSettings::parse(raw.runtime).map_err(|(k, m)| fail(k, m))?;
         let audit = AuditSettings::parse(raw.audit, base).map_err(|(k, m)| fail(k, m))?;
+        let tracing = TracingSettings::parse(raw.tracing).map_err(|(k, m)| fail(k, m))?;
         let cache = CacheSettings::parse(raw.cache).map_err(|(k, m)| fail(k, m))?;
         let approve =
             ApproveSettings::parse(raw.approve, base, env).map_err(|(k, m)| fail(k, m))?;
@@ -234,6 +242,7 @@ impl Config {
             mcp,
             runtime,
             audit,
+            tracing,
             pins,
             cache,
             approve,

@@ -1,16 +1,18 @@
-//! What an operator sees of the calls: Prometheus metrics and the audit log.
+//! What an operator sees of the calls: Prometheus metrics, the audit log and spans.
 //!
-//! An [`Observer`] is made from piton.toml's `[audit]` table (the
+//! An [`Observer`] is made from piton.toml's `[audit]` and `[tracing]` tables (the
 //! [`Loader`](crate::loader::Loader) makes one and hands it to each registry it
 //! builds); a registry without one has [`Observer::disabled`], which counts and
 //! writes nothing. [`Registry::call`](crate::registry::Registry::call), the one call
 //! path of every transport and of `piton call`, wraps each call in a [`Watch`]: it
 //! counts the call in its tool's metrics and, when the call ends (or is dropped),
-//! writes its audit record. The sandbox reports denials and grants through the
-//! notes of the call's [`CallContext`].
+//! writes its audit record and queues its span ([`trace`]), a child of the caller's
+//! when the call's [`CallContext`] carries a trace context. The sandbox reports
+//! denials and grants through the notes of the call's [`CallContext`].
 
 mod audit;
 mod metrics;
+mod trace;
 
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -21,6 +23,7 @@ use serde_json::Value;
 use crate::call::CallContext;
 use crate::call::notes;
 use crate::config::audit::AuditSettings;
+use crate::config::tracing::TracingSettings;
 use crate::error::{CallError, Trap};
 use crate::tool::{Tool, ToolError, ToolResult};
 pub(crate) use audit::Approval;
@@ -28,14 +31,16 @@ use audit::{AuditLog, Record};
 pub(crate) use metrics::ToolStats;
 use metrics::{ErrorKind, InFlight, Metrics};
 use piton_wit::Hints;
+use trace::{CallSpan, Spans};
 
 pub use crate::wasm::cache::CacheCounts;
 
-/// Metrics and the audit log, shared by every registry a loader builds.
+/// Metrics, the audit log and spans, shared by every registry a loader builds.
 pub struct Observer {
     /// None: the observer is [disabled](Observer::disabled).
     metrics: Option<Metrics>,
     audit: Option<AuditLog>,
+    spans: Option<Spans>,
     cache: Arc<CacheCounts>,
 }
 
@@ -43,6 +48,7 @@ impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Observer")
             .field("audit", &self.audit)
+            .field("spans", &self.spans)
             .finish_non_exhaustive()
     }
 }
@@ -62,13 +68,23 @@ pub enum ObserveError {
     /// The metrics could not be set up.
     #[error("cannot set up the metrics: {0}")]
     Metrics(String),
+    /// The span exporter named in piton.toml could not be set up.
+    #[error("cannot set up the OTLP exporter for {to}: {error}")]
+    Tracing {
+        /// Where spans were to go.
+        to: String,
+        /// Why not.
+        error: String,
+    },
 }
 
 impl Observer {
-    /// Metrics, and the audit log `settings` asks for (opened now); `cache` is
-    /// where the runtime counts compile cache hits and misses.
+    /// Metrics, the audit log `settings` asks for (opened now) and the span
+    /// exporter `tracing` asks for (started now; it sends nothing until a call
+    /// ends); `cache` is where the runtime counts compile cache hits and misses.
     pub fn new(
         settings: &AuditSettings,
+        tracing: &TracingSettings,
         cache: Arc<CacheCounts>,
     ) -> Result<Arc<Self>, ObserveError> {
         let metrics = Metrics::new().map_err(|e| ObserveError::Metrics(e.to_string()))?;
@@ -80,9 +96,18 @@ impl Observer {
                 .unwrap_or_default(),
             error,
         })?;
+        let spans = Spans::start(tracing).map_err(|error| ObserveError::Tracing {
+            to: tracing
+                .otlp
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            error,
+        })?;
         Ok(Arc::new(Self {
             metrics: Some(metrics),
             audit,
+            spans,
             cache,
         }))
     }
@@ -94,6 +119,7 @@ impl Observer {
             Arc::new(Observer {
                 metrics: None,
                 audit: None,
+                spans: None,
                 cache: Arc::default(),
             })
         });
@@ -115,10 +141,13 @@ impl Observer {
     }
 
     /// Waits (a few seconds at most) until the audit records of calls that have
-    /// ended are written. Blocking.
+    /// ended are written and their spans sent. Blocking.
     pub fn flush(&self) {
         if let Some(audit) = &self.audit {
             audit.flush();
+        }
+        if let Some(spans) = &self.spans {
+            spans.flush();
         }
     }
 
@@ -152,7 +181,9 @@ impl Observer {
                 audit.arguments.then(|| args.clone()),
             )
         });
-        ctx.notes().keep_details(self.audit.is_some());
+        // Spans list denials as events, as the audit log lists them.
+        ctx.notes()
+            .keep_details(self.audit.is_some() || self.spans.is_some());
         Watch {
             observer: self,
             ctx,
@@ -162,6 +193,7 @@ impl Observer {
             in_flight: None,
             args,
             source: None,
+            trust: None,
             facts: Facts::default(),
             done: false,
         }
@@ -193,6 +225,8 @@ pub(crate) struct Watch<'a> {
     /// With an audit log: the arguments' hash, and the arguments if wanted.
     args: Option<(String, Option<Value>)>,
     source: Option<String>,
+    /// How far the tool's hints are held (with spans only).
+    trust: Option<&'static str>,
     /// Filled in by the call path.
     pub(crate) facts: Facts,
     done: bool,
@@ -208,8 +242,11 @@ impl<'a> Watch<'a> {
         };
         self.in_flight = stats.as_ref().map(|stats| stats.start());
         self.stats = stats;
-        if self.observer.audit.is_some() {
+        if self.observer.audit.is_some() || self.observer.spans.is_some() {
             self.source = Some(tool.source().to_string());
+        }
+        if self.observer.spans.is_some() {
+            self.trust = Some(tool.hints_trust().as_str());
         }
     }
 
@@ -253,15 +290,15 @@ impl<'a> Watch<'a> {
         {
             metrics.approval(self.name, consent.as_str());
         }
-        let Some(audit) = &self.observer.audit else {
+        if self.observer.audit.is_none() && self.observer.spans.is_none() {
             return;
-        };
+        }
         let mut tool = self.name.to_owned();
         notes::truncate(&mut tool, 128);
         let secrets = &taken.secrets;
         let denied: u64 = taken.counts.iter().sum();
         let listed = taken.listed.len() as u64;
-        let denials = taken
+        let denials: Vec<_> = taken
             .listed
             .into_iter()
             .map(|mut denial| {
@@ -269,16 +306,39 @@ impl<'a> Watch<'a> {
                 denial
             })
             .collect();
+        let message = message.map(|m| {
+            let mut m = notes::redact(&m, secrets);
+            notes::truncate(&mut m, audit::MAX_MESSAGE);
+            m
+        });
+        let ended = SystemTime::now();
+        let started = ended.checked_sub(took).unwrap_or(ended);
+        if let Some(spans) = &self.observer.spans {
+            spans.record(&CallSpan {
+                tool: &tool,
+                source: self.source.as_deref(),
+                trust: self.trust,
+                hints: self.facts.hints,
+                outcome,
+                message: message.as_deref(),
+                denials: &denials,
+                denied,
+                approval: &self.facts.approval,
+                started,
+                ended,
+                parent: self.ctx.trace.as_ref(),
+                state: self.ctx.tracestate.as_ref(),
+            });
+        }
+        let Some(audit) = &self.observer.audit else {
+            return;
+        };
         let (arguments_sha256, arguments) = match self.args.take() {
             Some((hash, args)) => (Some(hash), args),
             None => (None, None),
         };
         let record = Record {
-            time: audit::rfc3339(
-                SystemTime::now()
-                    .checked_sub(took)
-                    .unwrap_or_else(SystemTime::now),
-            ),
+            time: audit::rfc3339(started),
             tool: &tool,
             source: self.source.take(),
             hints: self.facts.hints,
@@ -289,11 +349,7 @@ impl<'a> Watch<'a> {
             consent: self.facts.consent.map(crate::consent::Outcome::as_str),
             duration_ms: took.as_secs_f64() * 1000.0,
             outcome,
-            message: message.map(|m| {
-                let mut m = notes::redact(&m, secrets);
-                notes::truncate(&mut m, audit::MAX_MESSAGE);
-                m
-            }),
+            message,
             arguments_sha256,
             arguments,
         };
@@ -385,6 +441,17 @@ fn result_message(result: &Result<ToolResult, CallError>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_are_off_by_default() {
+        let observer = Observer::new(
+            &AuditSettings::default(),
+            &TracingSettings::default(),
+            Arc::default(),
+        )
+        .expect("an observer");
+        assert!(observer.spans.is_none());
+    }
 
     #[test]
     fn each_outcome_has_its_word_and_kind() {

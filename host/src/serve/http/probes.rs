@@ -90,8 +90,12 @@ mod tests {
     #[tokio::test]
     async fn health_readiness_and_metrics_answer_and_other_paths_are_left_alone() {
         let mut registry = Registry::new();
-        let observer =
-            Observer::new(&Default::default(), std::sync::Arc::default()).expect("an observer");
+        let observer = Observer::new(
+            &Default::default(),
+            &Default::default(),
+            std::sync::Arc::default(),
+        )
+        .expect("an observer");
         registry.set_observer(observer);
         let served = Served::new(registry);
         let get = |path| answer(&Method::GET, path, &served).expect("answered");
