@@ -40,6 +40,7 @@ mod error;
 pub mod grants;
 mod group;
 mod limits;
+mod load_pins;
 pub mod loader;
 pub mod name_claims;
 mod nolinks;

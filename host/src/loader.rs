@@ -37,12 +37,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::audit::AuditSettings;
-use crate::config::pins::{Pins, file_section};
 use crate::config::tracing::TracingSettings;
 use crate::config::{Config, ConfigError};
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::ToolGroup as _;
 use crate::limits::{format_size, format_size_about};
+use crate::load_pins::{file_name, tool_pins_hold};
 use crate::name_claims;
 use crate::observe::{ObserveError, Observer};
 use crate::plugins::{self, FolderError, PluginsAt, Watched};
@@ -320,9 +320,12 @@ impl Loader {
             .filter(|name| !named.contains(*name) && !config.pins.tools.contains_key(*name))
             .cloned()
             .collect();
-        loaded
-            .warnings
-            .extend(self.pins_not_found(&config.pins, &files, &named));
+        loaded.warnings.extend(crate::load_pins::pins_not_found(
+            &self.at,
+            &config.pins,
+            &files,
+            &named,
+        ));
         loaded
             .warnings
             .extend(self.trim_cache(started, config.cache.max_size).await);
@@ -383,40 +386,6 @@ impl Loader {
     pub fn observer(&self) -> Option<Arc<Observer>> {
         let made = self.observer.lock().unwrap_or_else(PoisonError::into_inner);
         made.as_ref().map(|(_, observer)| observer.clone())
-    }
-
-    /// A warning for each pin of `pins` that matched nothing: a file pin with no such
-    /// file among `files` (the file names read), a tool pin with no tool of that name
-    /// among `named` (the tools of every component read, loaded or refused). What is
-    /// pinned and not there is not served; it does not stop the others, so that
-    /// removing one file cannot take down the rest.
-    fn pins_not_found(
-        &self,
-        pins: &Pins,
-        files: &BTreeSet<String>,
-        named: &BTreeSet<String>,
-    ) -> Vec<String> {
-        let folder = match &self.at {
-            PluginsAt::Folder(folder) => format!("the plugins folder {}", folder.display()),
-            PluginsAt::Bundled => "the bundled examples (no plugins folder)".to_owned(),
-        };
-        let files = pins.files.iter().filter(|(name, _)| !files.contains(*name));
-        let files = files.map(|(name, sha256)| {
-            format!(
-                "piton.toml's {} pins sha256 = \"{sha256}\", but {folder} has no such file, so \
-                 nothing is served from it; put the file back, or remove the pin",
-                file_section(name)
-            )
-        });
-        let tools = pins.tools.iter().filter(|(name, _)| !named.contains(*name));
-        let tools = tools.map(|(name, sha256)| {
-            format!(
-                "piton.toml's [tools.{name}] pins sha256 = \"{sha256}\", but no plugin read \
-                 gives a tool named {name}, so it is not served; add the plugin that gives it \
-                 (a file refused above may be the one), or remove the pin"
-            )
-        });
-        files.chain(tools).collect()
     }
 
     /// Trims the compile cache to `max_size` (see [`WasmRuntime::trim_cache`]),
@@ -587,23 +556,4 @@ impl Loader {
             })
             .collect()
     }
-}
-
-/// The file name of a plugins folder's file `source`; `None` for other sources.
-fn file_name(source: &ToolSource) -> Option<String> {
-    match source {
-        ToolSource::File(path) => Some(path.file_name()?.to_str()?.to_owned()),
-        _ => None,
-    }
-}
-
-/// `Ok` unless a tool of `tools` (one component's) is pinned to another digest than
-/// the component's: then the error refusing the component, each of its tools.
-fn tool_pins_hold(tools: &[WasmTool], pins: &Pins) -> Result<(), LoadError> {
-    for tool in tools {
-        if let Some(pin) = pins.tool(&tool.spec().name) {
-            pin.check(&tool.source(), &tool.info().sha256)?;
-        }
-    }
-    Ok(())
 }
