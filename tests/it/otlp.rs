@@ -230,7 +230,10 @@ fn each_call_over_stdio_is_a_span_at_the_collector_sent_by_the_time_piton_stops(
     let collector = Collector::start();
     let folder = folder_tracing_to(&collector);
     let mut command = piton();
-    command.arg("serve").arg("--plugins").arg(folder.path());
+    // Nobody is asked before a call here: consent has its own tests (peers/consent.rs).
+    command
+        .args(["serve", "--approve", "never", "--plugins"])
+        .arg(folder.path());
     let mut serve = StdioPiton::run(command);
     let calls = [
         ("word_count", json!({"text": "a b c"})),
@@ -432,7 +435,10 @@ fn a_collector_that_is_not_there_costs_spans_not_calls() {
     let config = format!("[tracing]\notlp = {url:?}\n");
     std::fs::write(folder.path().join("piton.toml"), config).expect("write piton.toml");
     let mut command = piton();
-    command.arg("serve").arg("--plugins").arg(folder.path());
+    // Nobody is asked before a call here: consent has its own tests (peers/consent.rs).
+    command
+        .args(["serve", "--approve", "never", "--plugins"])
+        .arg(folder.path());
     let mut serve = StdioPiton::run(command);
     for id in 1..=3 {
         let params = json!({"name": "word_count", "arguments": {"text": "a b"}});

@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use piton_tests::plugins;
+use piton_tests::{guests, plugins};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -35,6 +35,9 @@ impl Setup {
         std::fs::copy(plugins::FILES, dir.path().join("files.wasm")).expect("copy files");
         std::fs::copy(plugins::WORD_COUNT, dir.path().join("word_count.wasm"))
             .expect("copy word_count");
+        // Another tool that is asked about: its hints_for makes `write` destructive.
+        std::fs::copy(guests::HOSTILE_FS_WRITE, dir.path().join("fs_write.wasm"))
+            .expect("copy fs_write");
         let data = tempfile::tempdir().expect("a data folder");
         let setup = Self { dir, data };
         setup.write_toml(extra);
@@ -317,6 +320,15 @@ fn tampered_retries_are_refused_and_replicas_with_the_key_accept_each_other() {
         &round(&other.url, &call, &state, "allow_once"),
         "made with another approval key",
     );
+    // Another tool with this approval: refused before anything of it runs.
+    let other_tool = (
+        "fs_write",
+        json!({"mode": "write", "op": "write", "path": "/data/approved", "content": "x"}),
+    );
+    refused_with(
+        &round(&a.url, &other_tool, &state, "allow_once"),
+        "another tool",
+    );
     // No answer at all is no approval.
     refused_with(&round(&a.url, &call, &state, "-"), "carried no answer");
     assert!(!setup.data("approved").exists());
@@ -445,5 +457,32 @@ fn behind_haproxy_replicas_sharing_the_key_take_each_others_approvals() {
             replicas[0].log(),
             replicas[1].log()
         );
+    }
+}
+
+#[test]
+fn an_upstream_tool_that_claims_read_only_is_asked_about_unless_its_hints_are_trusted() {
+    let python = super::peers().python();
+    let server = super::peers_file("py_server.py");
+    for (trust, asked) in [("", true), ("trust_hints = true\n", false)] {
+        let setup = Setup::new(&format!(
+            "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n{trust}",
+            python.display().to_string(),
+            server.display().to_string(),
+        ));
+        let stdio = setup.stdio();
+        // `add` says it is read-only; only trust_hints makes piton take it at its word.
+        let report = client(
+            Target::Stdio(&stdio),
+            "legacy",
+            &[("py__add", json!({"a": 2, "b": 3}))],
+            None,
+        );
+        let result = call_result(&report, 0);
+        if asked {
+            refused_with(result, "did not declare the elicitation capability");
+        } else {
+            assert_eq!(only_text(result), "5", "{report:#}");
+        }
     }
 }
