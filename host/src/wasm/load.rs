@@ -181,7 +181,8 @@ impl WasmRuntime {
             .exports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
-        let world = diagnose::world_of(&exports).map_err(|p| fail(LoadErrorKind::Contract(p)))?;
+        let world = (diagnose::world_of(&exports))
+            .map_err(|p| fail(LoadErrorKind::Contract(p.to_string())))?;
 
         let does_not_fit = |e: wasmtime::Error| {
             let name = match world {
