@@ -430,7 +430,9 @@ impl Loader {
             plugin: source.clone(),
             kind: LoadErrorKind::Invalid(format!("piton.toml [tools.{name}]: {message}")),
         };
-        let tool = tool.configured(settings).map_err(invalid)?;
+        let tool = tool
+            .configured(settings)
+            .map_err(|e| invalid(e.to_string()))?;
         protected
             .check(tool.grants())
             .map_err(|e| invalid(e.to_string()))?;

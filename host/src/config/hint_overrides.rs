@@ -1,7 +1,7 @@
 //! piton.toml's hint overrides (`read_only = true`, ...): they can only make a tool's
 //! hints narrower, never wider.
 
-use piton_wit::{Hint, Hints};
+use piton_wit::{Hint, Hints, NarrowError};
 
 /// Hints given in piton.toml; each can only make the tool's hints narrower.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub struct HintOverrides {
 impl HintOverrides {
     /// `hints` narrowed by these overrides; an override that would widen them is an
     /// error naming the key.
-    pub fn narrow(self, hints: Hints) -> Result<Hints, String> {
+    pub fn narrow(self, hints: Hints) -> Result<Hints, NarrowError> {
         let given = [
             (Hint::ReadOnly, self.read_only),
             (Hint::Destructive, self.destructive),
@@ -29,7 +29,7 @@ impl HintOverrides {
         let claims = given
             .into_iter()
             .filter_map(|(hint, value)| Some((hint, value?)));
-        hints.narrow(claims).map_err(|e| e.to_string())
+        hints.narrow(claims)
     }
 }
 
@@ -61,25 +61,52 @@ mod tests {
             Ok(ro)
         );
         // Widening is refused, naming the key.
-        for (overrides, key) in [
-            (o(Some(false), None, None, None), "read_only = false"),
-            (o(None, Some(true), None, None), "destructive = true"),
-            (o(None, None, None, Some(true)), "open_world = true"),
+        for (overrides, hint, value, key) in [
+            (
+                o(Some(false), None, None, None),
+                Hint::ReadOnly,
+                false,
+                "read_only = false",
+            ),
+            (
+                o(None, Some(true), None, None),
+                Hint::Destructive,
+                true,
+                "destructive = true",
+            ),
+            (
+                o(None, None, None, Some(true)),
+                Hint::OpenWorld,
+                true,
+                "open_world = true",
+            ),
         ] {
             let error = overrides.narrow(ro).unwrap_err();
-            assert!(error.contains(key), "{error}");
+            assert_eq!(
+                error,
+                NarrowError::Widens {
+                    hint,
+                    value,
+                    bound: ro
+                }
+            );
+            // The person reads the key as written in piton.toml.
+            assert!(error.to_string().contains(key), "{error}");
         }
-        assert!(
-            o(None, None, Some(true), None)
-                .narrow(worst)
-                .unwrap_err()
-                .contains("idempotent = true")
+        assert_eq!(
+            o(None, None, Some(true), None).narrow(worst),
+            Err(NarrowError::Widens {
+                hint: Hint::Idempotent,
+                value: true,
+                bound: worst
+            })
         );
-        assert!(
-            o(None, None, Some(false), None)
-                .narrow(ro)
-                .unwrap_err()
-                .contains("contradicts read_only")
+        assert_eq!(
+            o(None, None, Some(false), None).narrow(ro),
+            Err(NarrowError::Contradicts {
+                hint: Hint::Idempotent,
+                value: false
+            })
         );
     }
 }

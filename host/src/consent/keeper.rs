@@ -2,13 +2,14 @@
 //! used, and the allowances), and the [`Consent`] of each load made from piton.toml.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::allow::Allowances;
 use super::ask::Consent;
 use super::policy::AskMode;
 use super::state::{ApprovalKey, Sealer};
-use crate::config::approve::{ApproveSettings, KeySource};
+use crate::config::approve::{ApproveError, ApproveSettings, KeySource};
 
 /// Made once per server; gives each load its [`Consent`].
 #[derive(Debug, Default)]
@@ -38,7 +39,7 @@ impl Keeper {
         settings: &ApproveSettings,
         per_tool: BTreeMap<String, AskMode>,
         warnings: &mut Vec<String>,
-    ) -> Result<Consent, String> {
+    ) -> Result<Consent, KeyError> {
         let sealer = {
             let mut made = self.sealer.lock().unwrap_or_else(PoisonError::into_inner);
             match &*made {
@@ -74,22 +75,52 @@ impl Keeper {
     }
 }
 
+/// Why the `[approve]` key cannot be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// `key` given in piton.toml (or its `${VAR}`) is not a key.
+    #[error(transparent)]
+    Given(ApproveError),
+    /// `key_file` cannot be read.
+    #[error(
+        "approve.key_file: cannot read {}: {source}; make one with `head -c 32 \
+         /dev/urandom | base64 > {}`",
+        .path.display(),
+        .path.display()
+    )]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `key_file` holds no key.
+    #[error("approve.key_file {}: {problem}", .path.display())]
+    FileKey {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with what it holds.
+        problem: ApproveError,
+    },
+}
+
 /// The key `source` names: read from its file now, or made for this process.
-fn key(source: &KeySource) -> Result<ApprovalKey, String> {
+fn key(source: &KeySource) -> Result<ApprovalKey, KeyError> {
     match source {
         KeySource::Random => Ok(ApprovalKey::random()),
-        KeySource::Given(text) => ApprovalKey::from_secret(text.trim().as_bytes()),
+        KeySource::Given(text) => {
+            ApprovalKey::from_secret(text.trim().as_bytes()).map_err(KeyError::Given)
+        }
         KeySource::File(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                format!(
-                    "approve.key_file: cannot read {}: {e}; make one with `head -c 32 \
-                     /dev/urandom | base64 > {}`",
-                    path.display(),
-                    path.display()
-                )
+            let text = std::fs::read_to_string(path).map_err(|source| KeyError::Unreadable {
+                path: path.clone(),
+                source,
             })?;
-            ApprovalKey::from_secret(text.trim().as_bytes())
-                .map_err(|m| format!("approve.key_file {}: {m}", path.display()))
+            ApprovalKey::from_secret(text.trim().as_bytes()).map_err(|problem| KeyError::FileKey {
+                path: path.clone(),
+                problem,
+            })
         }
     }
 }

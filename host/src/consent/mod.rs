@@ -12,7 +12,9 @@ mod keeper;
 pub mod policy;
 pub mod state;
 
-pub use ask::{CHOICE, Channel, Consent, Elicit, Outcome, QUESTION_KEY, Question, Verdict};
-pub use keeper::Keeper;
+pub use ask::{
+    CHOICE, Channel, Consent, Elicit, ElicitError, Outcome, QUESTION_KEY, Question, Verdict,
+};
+pub use keeper::{Keeper, KeyError};
 pub use policy::{AskMode, AskReason};
 pub use state::{ApprovalKey, Sealer, StateError, Subject};

@@ -13,6 +13,8 @@ use piton_wit::Hints;
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 
+use crate::config::approve::ApproveError;
+
 const VERSION: u8 = 1;
 /// What the MAC covers besides the payload, so a MAC made for anything else with the
 /// same key never passes for an approval.
@@ -33,8 +35,8 @@ impl std::fmt::Debug for ApprovalKey {
 impl ApprovalKey {
     /// A key from a secret of at least
     /// [`MIN_KEY_BYTES`](crate::config::approve::MIN_KEY_BYTES) bytes.
-    pub fn from_secret(secret: &[u8]) -> Result<Self, String> {
-        crate::config::approve::check_key(secret).map_err(|e| e.to_string())?;
+    pub fn from_secret(secret: &[u8]) -> Result<Self, ApproveError> {
+        crate::config::approve::check_key(secret)?;
         Ok(Self(hmac::Key::new(hmac::HMAC_SHA256, secret)))
     }
 
@@ -342,6 +344,9 @@ mod tests {
     #[test]
     fn short_keys_are_refused_with_the_fix() {
         let err = ApprovalKey::from_secret(b"hunter2").unwrap_err();
+        assert!(matches!(err, ApproveError::ShortKey(7)), "{err:?}");
+        // The text the person reads names the size and how to make a key.
+        let err = err.to_string();
         assert!(
             err.contains("at least 32") && err.contains("/dev/urandom"),
             "{err}"

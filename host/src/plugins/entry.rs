@@ -35,7 +35,7 @@ pub(super) fn check(config: &Config) -> FileCheck {
         .filter(|(_, tool)| !tool.grants.mounts.is_empty())
         .map(|(name, tool)| (name.clone(), tool.grants.clone()))
         .collect();
-    Arc::new(move |path, file| check_entry(path, file, &writers).map_err(|e| e.to_string()))
+    Arc::new(move |path, file| Ok(check_entry(path, file, &writers)?))
 }
 
 /// Why an entry of the plugins folder is refused.

@@ -75,7 +75,7 @@ async fn call(
             ..
         }) => super::ask::input_required(&Question { message, schema }, state)
             .map(CallToolResponse::from)
-            .map_err(|message| ErrorData::internal_error(message, None)),
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None)),
         Err(error @ CallError::UnknownTool { .. }) => {
             Err(ErrorData::invalid_params(error.to_string(), None))
         }

@@ -12,7 +12,7 @@ use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::consent::{Elicit, QUESTION_KEY, Question};
+use crate::consent::{Elicit, ElicitError, QUESTION_KEY, Question};
 
 /// Whether a client with `caps` can be asked with a form (`"elicitation": {}` means
 /// form only; a client that names modes must name `form`).
@@ -22,9 +22,8 @@ pub(super) fn can_elicit(caps: Option<&ClientCapabilities>) -> bool {
 }
 
 /// The form of `question` as MCP sends it.
-fn form(question: &Question) -> Result<ElicitRequestParams, String> {
-    let schema = serde_json::from_value(question.schema.clone())
-        .map_err(|e| format!("piton's question is not a form MCP can carry: {e}"))?;
+fn form(question: &Question) -> Result<ElicitRequestParams, ElicitError> {
+    let schema = serde_json::from_value(question.schema.clone()).map_err(ElicitError::Form)?;
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: question.message.clone(),
@@ -37,7 +36,7 @@ fn form(question: &Question) -> Result<ElicitRequestParams, String> {
 pub(super) fn input_required(
     question: &Question,
     state: String,
-) -> Result<InputRequiredResult, String> {
+) -> Result<InputRequiredResult, ElicitError> {
     let request = InputRequest::Elicitation(ElicitRequest::new(form(question)?));
     let requests: InputRequests = [(QUESTION_KEY.to_owned(), request)].into();
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
@@ -51,18 +50,15 @@ pub(super) struct PeerAsker {
 
 #[async_trait::async_trait]
 impl Elicit for PeerAsker {
-    async fn elicit(&self, question: &Question) -> Result<Value, String> {
+    async fn elicit(&self, question: &Question) -> Result<Value, ElicitError> {
         let request = ServerRequest::ElicitRequest(ElicitRequest::new(form(question)?));
         match tokio::time::timeout(self.within, self.peer.send_request(request)).await {
-            Err(_) => Err(format!(
-                "no answer within {}s ([approve] answer_within)",
-                self.within.as_secs()
-            )),
-            Ok(Err(error)) => Err(format!("the client answered with an error: {error}")),
+            Err(_) => Err(ElicitError::NoAnswer(self.within)),
+            Ok(Err(error)) => Err(ElicitError::Client(Box::new(error))),
             Ok(Ok(ClientResult::ElicitResult(result))) => {
-                serde_json::to_value(result).map_err(|e| e.to_string())
+                serde_json::to_value(result).map_err(ElicitError::Answer)
             }
-            Ok(Ok(_)) => Err("the client answered something other than the form".into()),
+            Ok(Ok(_)) => Err(ElicitError::NotTheForm),
         }
     }
 }

@@ -34,18 +34,71 @@ fn compatible(export: &str, interface: &str) -> bool {
 }
 
 /// Which world a component with these exports fits, or why it is not a piton tool.
-pub(super) fn world_of(exports: &[String]) -> Result<World, String> {
+pub(super) fn world_of(exports: &[String]) -> Result<World, NotATool> {
     let tool = exports.iter().any(|e| compatible(e, TOOL_EXPORT));
     let toolbox = exports.iter().any(|e| compatible(e, TOOLBOX_EXPORT));
     match (tool, toolbox) {
-        (true, true) => Err(format!(
-            "a component that exports both {TOOL_EXPORT} and {TOOLBOX_EXPORT}; export \
-             one: the tool interface for one tool, the toolbox for several"
-        )),
+        (true, true) => Err(NotATool::Both),
         (true, false) => Ok(World::Plugin),
         (false, true) => Ok(World::Toolbox),
         (false, false) => Err(exports_problem(exports)),
     }
+}
+
+/// Why a component is not a piton tool this piton loads, judged from its exports.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(super) enum NotATool {
+    /// It exports both the tool and the toolbox interface.
+    #[error(
+        "a component that exports both {} and {}; export one: the tool interface for one \
+         tool, the toolbox for several",
+        TOOL_EXPORT,
+        TOOLBOX_EXPORT
+    )]
+    Both,
+    /// A `wasi:cli` command.
+    #[error(
+        "a wasi:cli command (it exports wasi:cli/run), not a piton tool; write the tool as a \
+         library (crate-type cdylib) with piton-guest-sdk's #[tool] and build it for \
+         wasm32-wasip2"
+    )]
+    Command,
+    /// A piton interface at a version this piton does not load: the export.
+    #[error(
+        "a tool for {}, but this piton loads {}; build it with a piton-guest-sdk for \
+         piton:tool {}, or use a piton that loads {}",
+        one_line(.0),
+        TOOL_EXPORT,
+        version_of(TOOL_EXPORT),
+        version_of(.0)
+    )]
+    OtherVersion(String),
+    /// No piton interface: its exports.
+    #[error(
+        "a component that does not export {} (it exports {}); write the tool with \
+         piton-guest-sdk's #[tool]",
+        TOOL_EXPORT,
+        listed(.0)
+    )]
+    Exports(Vec<String>),
+}
+
+/// The version of `interface` (`pkg/name@version`); empty when it has none.
+fn version_of(interface: &str) -> &str {
+    interface.split_once('@').map_or("", |(_, v)| v)
+}
+
+/// Up to five of `exports`, on one line.
+fn listed(exports: &[String]) -> String {
+    if exports.is_empty() {
+        return "nothing".to_owned();
+    }
+    let mut names: Vec<String> = exports.iter().take(5).map(|e| one_line(e)).collect();
+    if exports.len() > 5 {
+        names.push(format!("and {} more", exports.len() - 5));
+    }
+    names.join(", ")
 }
 
 /// The start of a wasm binary.
@@ -98,12 +151,9 @@ pub(super) fn compile_problem(message: &str, len: usize) -> String {
 
 /// Why a component with these exports, none of them a piton interface this piton
 /// loads, is not a piton tool.
-fn exports_problem(exports: &[String]) -> String {
+fn exports_problem(exports: &[String]) -> NotATool {
     if exports.iter().any(|e| e.starts_with("wasi:cli/run@")) {
-        return "a wasi:cli command (it exports wasi:cli/run), not a piton tool; write the tool \
-             as a library (crate-type cdylib) with piton-guest-sdk's #[tool] and build it \
-             for wasm32-wasip2"
-            .to_owned();
+        return NotATool::Command;
     }
     let other_version = |interface: &str| {
         let (name, _) = interface.split_once('@').unwrap_or((interface, ""));
@@ -111,28 +161,10 @@ fn exports_problem(exports: &[String]) -> String {
             .iter()
             .find(|e| e.strip_prefix(name).is_some_and(|v| v.starts_with('@')))
     };
-    if let Some(other) = other_version(TOOL_EXPORT).or_else(|| other_version(TOOLBOX_EXPORT)) {
-        let version = other.split_once('@').map_or("", |(_, v)| v);
-        let ours = TOOL_EXPORT.split_once('@').map_or("", |(_, v)| v);
-        return format!(
-            "a tool for {}, but this piton loads {TOOL_EXPORT}; build it with a \
-             piton-guest-sdk for piton:tool {ours}, or use a piton that loads {version}",
-            one_line(other)
-        );
+    match other_version(TOOL_EXPORT).or_else(|| other_version(TOOLBOX_EXPORT)) {
+        Some(other) => NotATool::OtherVersion(other.clone()),
+        None => NotATool::Exports(exports.to_vec()),
     }
-    let listed = if exports.is_empty() {
-        "nothing".to_owned()
-    } else {
-        let mut names: Vec<String> = exports.iter().take(5).map(|e| one_line(e)).collect();
-        if exports.len() > 5 {
-            names.push(format!("and {} more", exports.len() - 5));
-        }
-        names.join(", ")
-    };
-    format!(
-        "a component that does not export {TOOL_EXPORT} (it exports {listed}); write the \
-         tool with piton-guest-sdk's #[tool]"
-    )
 }
 
 /// The first line of `text`, at most 300 characters: wasmtime's and wasmparser's
@@ -167,11 +199,33 @@ mod tests {
             of(&["exports", "piton:tool/toolbox@0.1.7"]),
             Ok(World::Toolbox)
         );
-        assert!(of(&["piton:tool/tool@0.2.0"]).is_err_and(|m| m.contains("0.2.0")));
-        assert!(of(&["piton:tool/toolbox@0.10.0"]).is_err());
+        let newer = "piton:tool/tool@0.2.0";
+        let error = of(&[newer]).unwrap_err();
+        assert_eq!(error, NotATool::OtherVersion(newer.to_owned()));
+        // The fix names both versions.
         assert!(
-            of(&["piton:tool/tool@0.1.0", "piton:tool/toolbox@0.1.1"])
-                .is_err_and(|m| m.contains("both"))
+            error
+                .to_string()
+                .contains("piton:tool 0.1.1, or use a piton that loads 0.2.0")
+        );
+        assert_eq!(
+            of(&["piton:tool/toolbox@0.10.0"]),
+            Err(NotATool::OtherVersion(
+                "piton:tool/toolbox@0.10.0".to_owned()
+            ))
+        );
+        assert_eq!(
+            of(&["piton:tool/tool@0.1.0", "piton:tool/toolbox@0.1.1"]),
+            Err(NotATool::Both)
+        );
+        assert_eq!(of(&["wasi:cli/run@0.2.3"]), Err(NotATool::Command));
+        let many: Vec<String> = (0..7).map(|i| format!("e{i}")).collect();
+        let error = of(&many.iter().map(String::as_str).collect::<Vec<_>>()).unwrap_err();
+        assert_eq!(error, NotATool::Exports(many));
+        assert!(
+            error
+                .to_string()
+                .contains("(it exports e0, e1, e2, e3, e4, and 2 more)")
         );
     }
 

@@ -99,7 +99,7 @@ impl WasmRuntime {
             Ok(Opened::Bytes(bytes)) => self.load_bytes(source, bytes, pin).await,
             Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
             Err(Unreadable::Io(e)) => Err(fail(LoadErrorKind::Io(e))),
-            Err(Unreadable::Refused(why)) => Err(fail(LoadErrorKind::Invalid(why))),
+            Err(Unreadable::Refused(why)) => Err(fail(LoadErrorKind::Invalid(why.to_string()))),
         }
     }
 
@@ -181,7 +181,8 @@ impl WasmRuntime {
             .exports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
-        let world = diagnose::world_of(&exports).map_err(|p| fail(LoadErrorKind::Contract(p)))?;
+        let world = (diagnose::world_of(&exports))
+            .map_err(|p| fail(LoadErrorKind::Contract(p.to_string())))?;
 
         let does_not_fit = |e: wasmtime::Error| {
             let name = match world {
@@ -279,7 +280,7 @@ impl WasmRuntime {
                     hints,
                     &ToolConfig::default(),
                 )
-                .map_err(named)?,
+                .map_err(|e| named(e.to_string()))?,
             );
         }
         Ok(tools)
@@ -310,7 +311,7 @@ async fn read_plugin(
         hints,
         &ToolConfig::default(),
     )
-    .map_err(fail)
+    .map_err(|e| fail(e.to_string()))
 }
 
 /// A component file as [`open`] found it.
@@ -328,15 +329,19 @@ enum Unreadable {
     /// Reading failed.
     Io(std::io::Error),
     /// The check given refused it: why, and the fix.
-    Refused(String),
+    Refused(FileRefused),
 }
 
 /// A check of a component file opened (the path, the open file), before any byte of
-/// it is read: `Err` says why it may not be loaded, and the fix. Blocking.
+/// it is read: `Err` says why it may not be loaded, and the fix (the checker's own
+/// error, as this module knows none of the checkers). Blocking.
 pub(crate) type FileCheck = Arc<CheckFile>;
 
 /// What a [`FileCheck`] holds.
-pub(crate) type CheckFile = dyn Fn(&Path, &std::fs::File) -> Result<(), String> + Send + Sync;
+pub(crate) type CheckFile = dyn Fn(&Path, &std::fs::File) -> Result<(), FileRefused> + Send + Sync;
+
+/// Why a [`FileCheck`] refused a file, and the fix.
+pub(crate) type FileRefused = Box<dyn std::error::Error + Send + Sync>;
 
 /// Opens the component file `path` for `runtime`: hashes it as it reads, in small
 /// pieces (no buffer of the whole file, no page faults for it), and takes the

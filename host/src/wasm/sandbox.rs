@@ -57,7 +57,7 @@ pub(crate) struct Sandbox {
 /// Why a sandbox could not be built (a granted folder vanished, say).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot prepare the sandbox: {0}")]
-pub(crate) struct SandboxError(pub(crate) String);
+pub(crate) struct SandboxError(#[from] pub(crate) super::fs::MountRefused);
 
 impl Sandbox {
     /// A sandbox with exactly `caps` and nothing else. With no capabilities: no
@@ -87,8 +87,7 @@ impl Sandbox {
             .socket_addr_check(|_, _| Box::pin(async { false }))
             .max_random_size(MAX_RANDOM_REQUEST)
             .envs(&caps.env);
-        let mut fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)
-            .map_err(SandboxError)?;
+        let mut fs = super::fs::configure(&mut wasi, &caps.mounts, pins, limits.max_write)?;
         fs.denials = denials.clone();
         let mut net = super::net::configure(&mut wasi, &caps.network, caps.net_access, denials);
         let fds = CallFds::default();

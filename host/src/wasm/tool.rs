@@ -12,7 +12,7 @@ use crate::source::ToolSource;
 use crate::tool::{
     Args, ComponentInfo, Content, HintsTrust, SandboxReport, Tool, ToolError, ToolResult, ToolSpec,
 };
-use piton_wit::Hints;
+use piton_wit::{Hints, NarrowError};
 
 /// A wasm tool: its spec and hints, read once at load, and its pre-linked component
 /// (shared by the tools of one toolbox).
@@ -51,7 +51,7 @@ impl WasmTool {
         mut spec: ToolSpec,
         hints: Hints,
         settings: &ToolConfig,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, NarrowError> {
         let hints = settings.hints.narrow(hints)?;
         if let Some(name) = &settings.name {
             spec.name.clone_from(name);
@@ -108,7 +108,7 @@ impl WasmTool {
     /// the overrides of name, description, parallel and hints (which can only narrow
     /// the tool's own). The caller checks the new name; a
     /// [`Registry`](crate::registry::Registry) does. The error names the key at fault.
-    pub fn configured(self, settings: &ToolConfig) -> Result<Self, String> {
+    pub fn configured(self, settings: &ToolConfig) -> Result<Self, NarrowError> {
         Self::new(
             self.instances,
             self.source,

@@ -44,7 +44,7 @@ mod special;
 mod state;
 mod view;
 
-pub(crate) use pin::Pins;
+pub(crate) use pin::{MountRefused, Pins};
 pub(crate) use state::FsState;
 pub(crate) use view::FsView;
 
@@ -59,7 +59,7 @@ pub(crate) fn configure(
     mounts: &[(Mount, FsAccess)],
     pins: &Pins,
     max_write: u64,
-) -> Result<FsState, String> {
+) -> Result<FsState, MountRefused> {
     let mut state = FsState {
         quota: quota::Quota::new(max_write),
         ..FsState::default()
@@ -73,13 +73,18 @@ pub(crate) fn configure(
         let loaded = pins.identity(&mount.host)?;
         // A first look by path, for a clear error before the guest runs; the check
         // that counts is on the opened descriptor (`check_preopen`).
-        let now = std::fs::metadata(&mount.host)
-            .map_err(|e| format!("cannot open {}: {e}", mount.host.display()))?;
+        let now = std::fs::metadata(&mount.host).map_err(|source| MountRefused::Open {
+            host: mount.host.clone(),
+            source,
+        })?;
         if loaded.is_some() && pin::identity_of(&now) != loaded {
             return Err(pin::replaced(&mount.host, &mount.guest));
         }
         wasi.preopened_dir(&mount.host, &mount.guest, perms)
-            .map_err(|e| format!("cannot open {}: {e}", mount.host.display()))?;
+            .map_err(|error| MountRefused::Preopen {
+                host: mount.host.clone(),
+                error,
+            })?;
         state.preopens.push(*access == FsAccess::AddOnly);
         state
             .loaded

@@ -25,7 +25,7 @@ pub(super) type Identity = (u64, u64);
 struct Pin {
     host: PathBuf,
     /// The open folder and its identity, or why it could not be opened.
-    held: Result<(Arc<std::fs::File>, Option<Identity>), String>,
+    held: Result<(Arc<std::fs::File>, Option<Identity>), OpenFailed>,
 }
 
 /// The folders of a tool's mounts, held open since its grants were set.
@@ -48,36 +48,111 @@ impl Pins {
 
     /// The identity `host` had at load; an error when it could not be opened then,
     /// or was never pinned.
-    pub(crate) fn identity(&self, host: &Path) -> Result<Option<Identity>, String> {
-        let pin = self.0.iter().find(|pin| pin.host == host).ok_or_else(|| {
-            format!(
-                "{} was not opened when the tool was loaded; set the tool's grants again",
-                host.display()
-            )
-        })?;
+    pub(crate) fn identity(&self, host: &Path) -> Result<Option<Identity>, MountRefused> {
+        let pin = (self.0.iter())
+            .find(|pin| pin.host == host)
+            .ok_or_else(|| MountRefused::NotPinned(host.to_path_buf()))?;
         match &pin.held {
             Ok((_, identity)) => Ok(*identity),
-            Err(error) => Err(error.clone()),
+            Err(error) => Err(MountRefused::AtLoad(error.clone())),
         }
     }
 }
 
-fn open(host: &Path) -> Result<(Arc<std::fs::File>, Option<Identity>), String> {
+/// Why a mount's folder could not be opened at load.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum OpenFailed {
+    /// Walking its path without links failed: a link on the way, or a part missing.
+    #[error("{}, then reload", .error.for_mount(.host))]
+    Walk {
+        /// The folder.
+        host: PathBuf,
+        /// What the walk met.
+        error: Arc<crate::nolinks::NoLinks>,
+    },
+    /// Its metadata cannot be read.
+    #[error(
+        "cannot open {} ({error}); create the folder or fix the grant, then reload",
+        .host.display()
+    )]
+    Unreadable {
+        /// The folder.
+        host: PathBuf,
+        /// Why.
+        error: Arc<std::io::Error>,
+    },
+    /// It is not a folder.
+    #[error("{} is not a folder; mount a folder", .0.display())]
+    NotAFolder(PathBuf),
+}
+
+/// Why a call may not use a mount.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum MountRefused {
+    /// The folder was not pinned with the tool's grants.
+    #[error(
+        "{} was not opened when the tool was loaded; set the tool's grants again",
+        .0.display()
+    )]
+    NotPinned(PathBuf),
+    /// The folder could not be opened at load.
+    #[error(transparent)]
+    AtLoad(OpenFailed),
+    /// The call cannot open the folder.
+    #[error("cannot open {}: {source}", .host.display())]
+    Open {
+        /// The folder.
+        host: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// WASI cannot preopen the folder.
+    #[error("cannot open {}: {error}", .host.display())]
+    Preopen {
+        /// The folder.
+        host: PathBuf,
+        /// Why.
+        error: wasmtime::Error,
+    },
+    /// The call cannot read what the folder it opened is.
+    #[error("cannot read {}: {source}", .host.display())]
+    Read {
+        /// The folder.
+        host: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The folder is not the one loaded.
+    #[error(
+        "the folder {} mounted at {guest} was replaced since the tool was loaded (by a \
+         symbolic link, a move or a new folder), so the call is refused: it would reach \
+         another folder than the one granted; check the folder, then reload piton \
+         (restart it, or touch piton.toml)",
+        .host.display()
+    )]
+    Replaced {
+        /// The folder.
+        host: PathBuf,
+        /// Where the guest sees it.
+        guest: String,
+    },
+}
+
+fn open(host: &Path) -> Result<(Arc<std::fs::File>, Option<Identity>), OpenFailed> {
     // Walked without links: the folder pinned is the one the path names, not one a
     // link planted since leads to (the load refuses such a mount with the same words).
-    let (dir, _) = crate::nolinks::open_folder(host)
-        .map_err(|e| format!("{}, then reload", e.for_mount(host)))?;
-    let meta = dir.metadata().map_err(|e| {
-        format!(
-            "cannot open {} ({e}); create the folder or fix the grant, then reload",
-            host.display()
-        )
+    let (dir, _) = crate::nolinks::open_folder(host).map_err(|error| OpenFailed::Walk {
+        host: host.to_path_buf(),
+        error: Arc::new(error),
+    })?;
+    let meta = dir.metadata().map_err(|error| OpenFailed::Unreadable {
+        host: host.to_path_buf(),
+        error: Arc::new(error),
     })?;
     if !meta.is_dir() {
-        return Err(format!(
-            "{} is not a folder; mount a folder",
-            host.display()
-        ));
+        return Err(OpenFailed::NotAFolder(host.to_path_buf()));
     }
     Ok((Arc::new(dir), identity_of(&meta)))
 }
@@ -97,12 +172,9 @@ pub(crate) fn identity_of(meta: &std::fs::Metadata) -> Option<Identity> {
 }
 
 /// Why a call may not use a mount: its folder is not the one loaded.
-pub(crate) fn replaced(host: &Path, guest: &str) -> String {
-    format!(
-        "the folder {} mounted at {guest} was replaced since the tool was loaded (by a \
-         symbolic link, a move or a new folder), so the call is refused: it would reach \
-         another folder than the one granted; check the folder, then reload piton \
-         (restart it, or touch piton.toml)",
-        host.display()
-    )
+pub(crate) fn replaced(host: &Path, guest: &str) -> MountRefused {
+    MountRefused::Replaced {
+        host: host.to_path_buf(),
+        guest: guest.to_owned(),
+    }
 }

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use super::pin::{self, Identity};
+use super::pin::{self, Identity, MountRefused};
 use super::quota;
 use crate::call::notes::Denials;
 
@@ -87,13 +87,18 @@ impl FsState {
     /// Checks that preopen `index`, opened as `dir`, is the folder loaded: the
     /// check on the very descriptor the guest gets, so nothing can swap the folder
     /// between the check and the use.
-    pub(super) fn check_preopen(&self, index: usize, dir: &std::fs::File) -> Result<(), String> {
+    pub(super) fn check_preopen(
+        &self,
+        index: usize,
+        dir: &std::fs::File,
+    ) -> Result<(), MountRefused> {
         let Some((host, guest, Some(loaded))) = self.loaded.get(index) else {
             return Ok(());
         };
-        let now = dir
-            .metadata()
-            .map_err(|e| format!("cannot read {}: {e}", host.display()))?;
+        let now = dir.metadata().map_err(|source| MountRefused::Read {
+            host: host.clone(),
+            source,
+        })?;
         if pin::identity_of(&now) != Some(*loaded) {
             return Err(pin::replaced(host, guest));
         }
