@@ -12,6 +12,7 @@ use super::allow::Allowances;
 use super::form::{args_digest, args_shown, grants_digest, grants_shown};
 use super::policy::{AskMode, AskReason, asks};
 use super::state::{Sealer, StateError, Subject};
+use crate::call::{Elicit, Question};
 use crate::grants::{Capabilities, Grants};
 use crate::tool::{Args, Tool};
 
@@ -42,23 +43,6 @@ pub enum Channel<'a> {
         /// The session: who "allow for a while" is remembered for.
         scope: &'a str,
     },
-}
-
-/// Sends one `elicitation/create` and gives the client's result as JSON
-/// (`{"action": …, "content": …}`), or why there is none.
-#[async_trait::async_trait]
-pub trait Elicit: Send + Sync {
-    /// Asks `question`.
-    async fn elicit(&self, question: &Question) -> Result<Value, String>;
-}
-
-/// What the person is asked: a message and a form with one choice.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Question {
-    /// Everything shown about the call, in words.
-    pub message: String,
-    /// The form: `requestedSchema`.
-    pub schema: Value,
 }
 
 /// How a call's consent ended, for the audit log and the metrics.

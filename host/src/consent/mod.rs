@@ -12,7 +12,8 @@ mod keeper;
 pub mod policy;
 pub mod state;
 
-pub use ask::{CHOICE, Channel, Consent, Elicit, Outcome, QUESTION_KEY, Question, Verdict};
+pub use crate::call::{Elicit, Question};
+pub use ask::{CHOICE, Channel, Consent, Outcome, QUESTION_KEY, Verdict};
 pub use keeper::Keeper;
 pub use policy::{AskMode, AskReason};
 pub use state::{ApprovalKey, Sealer, StateError, Subject};
