@@ -139,7 +139,12 @@ impl Relay {
         let call = self.route()?;
         let (answer, answered) = oneshot::channel();
         call.try_send(Ask { question, answer })
-            .map_err(|_| format!("it asked more than {MAX_ASKS} questions during one call"))?;
+            .map_err(|error| match error {
+                mpsc::error::TrySendError::Full(_) => {
+                    format!("it asked more than {MAX_ASKS} questions during one call")
+                }
+                mpsc::error::TrySendError::Closed(_) => "the call has ended".to_owned(),
+            })?;
         answered
             .await
             .map_err(|_| "the call ended before the question was answered".to_owned())?
