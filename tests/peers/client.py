@@ -8,8 +8,9 @@ object on stdout for the test to assert on; it judges nothing itself.
 
 `--elicit ANSWER` (repeatable) declares the elicitation capability and answers each
 question the server asks, in order: `allow_once`, `allow_for_a_while` or `deny` (accept
-with that decision), `decline`, `cancel`, or `error` (the callback fails). Without it the
-client declares no elicitation. `--round NAME ARGS_JSON STATE ANSWER` (2026-07-28) makes
+with that decision), `decline`, `cancel`, or `error` (the callback fails).
+`--elicit-content JSON` (repeatable, in turn with `--elicit`) answers a question with
+accept and that content instead. Without either the client declares no elicitation. `--round NAME ARGS_JSON STATE ANSWER` (2026-07-28) makes
 one round by hand: a `tools/call` that may answer input_required, with `requestState`
 STATE and piton's answer ANSWER in `inputResponses` (`-` for none of either).
 
@@ -40,10 +41,14 @@ from typing import Any
 from mcp import Client, MCPError, StdioServerParameters, types
 
 QUESTION_KEY = "piton_approval"
+# How an `--elicit-content` answer is kept among the `--elicit` ones.
+CONTENT = "content:"
 
 
 def answer(word: str) -> types.ElicitResult:
     """The ElicitResult an answer word stands for."""
+    if word.startswith(CONTENT):
+        return types.ElicitResult(action="accept", content=json.loads(word[len(CONTENT) :]))
     if word in ("decline", "cancel"):
         return types.ElicitResult(action=word)
     return types.ElicitResult(action="accept", content={"decision": word})
@@ -124,6 +129,14 @@ def main() -> None:
     )
     parser.add_argument(
         "--elicit", action="append", metavar="ANSWER", help="declare elicitation; answer so"
+    )
+    parser.add_argument(
+        "--elicit-content",
+        action="append",
+        dest="elicit",
+        type=lambda content: CONTENT + content,
+        metavar="JSON",
+        help="declare elicitation; accept with this content",
     )
     parser.add_argument(
         "--round",

@@ -20,6 +20,11 @@ Built with `mcp.server.mcpserver.MCPServer`, served over stdio. Its tools, exact
 - `sleep(seconds: float)`: sleeps that long, then the text "slept <seconds>" (Python's
   `%g`: "slept 0.2", "slept 30").
   Annotations readOnlyHint true, idempotentHint true, openWorldHint false.
+- `greet(times: int = 1)`: asks its client `times` times, with `elicitation/create` (a
+  2025-11-25 session; the SDK has no such request on 2026-07-28), the
+  message "What is your name?" and a form with the one required string property "name";
+  the text is one answer per question, joined by "; ": "hello <name>" when accepted,
+  "declined" or "cancelled". Read-only annotations like `add`.
 
 Only `structured` has an output schema or structuredContent: the others are plain text
 tools (content is one text block). Arguments that do not fit the input schema give
@@ -33,7 +38,7 @@ import asyncio
 import os
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
@@ -89,6 +94,25 @@ async def sleep(seconds: float) -> str:
     """Sleep for the given number of seconds."""
     await asyncio.sleep(seconds)
     return f"slept {seconds:g}"
+
+
+class Name(BaseModel):
+    """Who is greeted."""
+
+    name: str
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+async def greet(ctx: Context, times: int = 1) -> str:
+    """Ask the client for a name, `times` times, and greet each."""
+    answers = []
+    for _ in range(times):
+        result = await ctx.elicit("What is your name?", Name)
+        if result.action == "accept":
+            answers.append(f"hello {result.data.name}")
+        else:
+            answers.append(f"{result.action}d" if result.action == "decline" else "cancelled")
+    return "; ".join(answers)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::call::elicit::Elicit;
 use crate::call::notes::{Denials, Notes};
 use crate::call::trace::{TraceParent, TraceState};
 
@@ -60,6 +61,9 @@ pub struct CallContext {
     pub trace: Option<TraceParent>,
     /// The caller's `tracestate`; only with a [`CallContext::trace`].
     pub tracestate: Option<TraceState>,
+    /// How to ask the person who made the call, if their client can be asked
+    /// during it: an upstream MCP server's questions are sent there.
+    asker: Option<Arc<dyn Elicit>>,
 }
 
 impl CallContext {
@@ -70,7 +74,21 @@ impl CallContext {
             notes: Arc::default(),
             trace: None,
             tracestate: None,
+            asker: None,
         }
+    }
+
+    /// This context with a way to ask the person who made the call (a session
+    /// client that declared elicitation): a question an upstream MCP server asks
+    /// during the call is sent there.
+    pub fn with_asker(mut self, asker: Arc<dyn Elicit>) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// How to ask the person who made the call, if they can be asked.
+    pub fn asker(&self) -> Option<&Arc<dyn Elicit>> {
+        self.asker.as_ref()
     }
 
     /// This context with the caller's `traceparent` and `tracestate` values, parsed
@@ -111,6 +129,7 @@ impl fmt::Debug for CallContext {
             .field("id", &self.id)
             .field("trace", &self.trace)
             .field("tracestate", &self.tracestate)
+            .field("asks", &self.asker.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -12,6 +12,7 @@ use super::allow::Allowances;
 use super::form::{args_digest, args_shown, grants_digest, grants_shown};
 use super::policy::{AskMode, AskReason, asks};
 use super::state::{Sealer, StateError, Subject};
+use crate::call::{Elicit, Question};
 use crate::grants::{Capabilities, Grants};
 use crate::tool::{Args, HintsTrust, Tool};
 
@@ -42,44 +43,6 @@ pub enum Channel<'a> {
         /// The session: who "allow for a while" is remembered for.
         scope: &'a str,
     },
-}
-
-/// Sends one `elicitation/create` and gives the client's result as JSON
-/// (`{"action": …, "content": …}`), or why there is none.
-#[async_trait::async_trait]
-pub trait Elicit: Send + Sync {
-    /// Asks `question`.
-    async fn elicit(&self, question: &Question) -> Result<Value, ElicitError>;
-}
-
-/// Why asking the person over the session gave no answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ElicitError {
-    /// The question's form is not one MCP can carry.
-    #[error("piton's question is not a form MCP can carry: {0}")]
-    Form(#[source] serde_json::Error),
-    /// No answer within `[approve] answer_within`.
-    #[error("no answer within {}s ([approve] answer_within)", .0.as_secs())]
-    NoAnswer(Duration),
-    /// The client answered the request with an error.
-    #[error("the client answered with an error: {0}")]
-    Client(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// The client's answer is not JSON piton can read.
-    #[error("{0}")]
-    Answer(#[source] serde_json::Error),
-    /// The client answered with something else than the form's result.
-    #[error("the client answered something other than the form")]
-    NotTheForm,
-}
-
-/// What the person is asked: a message and a form with one choice.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Question {
-    /// Everything shown about the call, in words.
-    pub message: String,
-    /// The form: `requestedSchema`.
-    pub schema: Value,
 }
 
 /// How a call's consent ended, for the audit log and the metrics.

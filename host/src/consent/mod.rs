@@ -12,9 +12,8 @@ mod keeper;
 pub mod policy;
 pub mod state;
 
-pub use ask::{
-    CHOICE, Channel, Consent, Elicit, ElicitError, Outcome, QUESTION_KEY, Question, Verdict,
-};
+pub use crate::call::{Elicit, ElicitError, Question};
+pub use ask::{CHOICE, Channel, Consent, Outcome, QUESTION_KEY, Verdict};
 pub use keeper::{Keeper, KeyError};
 pub use policy::{AskMode, AskReason};
 pub use state::{ApprovalKey, Sealer, StateError, Subject};

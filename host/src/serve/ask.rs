@@ -42,7 +42,12 @@ pub(super) fn input_required(
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }
 
+/// How long a question waits for its answer when no consent policy says
+/// (`[approve] answer_within` does otherwise).
+pub(super) const ANSWER_WITHIN: Duration = Duration::from_secs(600);
+
 /// Asks over a session with `elicitation/create`, waiting `within` for the answer.
+#[derive(Debug)]
 pub(super) struct PeerAsker {
     pub(super) peer: Peer<RoleServer>,
     pub(super) within: Duration,

@@ -13,6 +13,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, MetaObject,
@@ -46,6 +47,9 @@ pub struct Session {
     alive: Arc<watch::Sender<()>>,
     /// Who "allow for a while" is remembered for on this session.
     scope: Arc<Scope>,
+    /// How this session's person is asked: one asker for all its calls, so an
+    /// upstream server's question during two of them still goes to one person.
+    asker: Arc<Mutex<Option<Arc<ask::PeerAsker>>>>,
 }
 
 /// A session's name for the allowances it gets; they are forgotten when it ends.
@@ -78,6 +82,7 @@ impl Session {
             served,
             changes: Arc::new(Mutex::new(Some(changes))),
             alive: Arc::new(watch::Sender::new(())),
+            asker: Arc::default(),
         }
     }
 }
@@ -125,6 +130,24 @@ impl Session {
                 .as_ref()
                 .map(|info| info.name.as_str()),
         )
+    }
+}
+
+impl Session {
+    /// This session's asker, made again only when `answer_within` changed (a reload).
+    fn asker(&self, peer: &Peer<RoleServer>, within: Duration) -> Arc<ask::PeerAsker> {
+        let mut asker = self.asker.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*asker {
+            Some(made) if made.within == within => made.clone(),
+            _ => {
+                let made = Arc::new(ask::PeerAsker {
+                    peer: peer.clone(),
+                    within,
+                });
+                *asker = Some(made.clone());
+                made
+            }
+        }
     }
 }
 
@@ -220,11 +243,16 @@ impl ServerHandler for Session {
         let stateless = context
             .protocol_version()
             .is_some_and(|version| !version.has_initialize());
-        let asker = ask::PeerAsker {
-            peer: context.peer.clone(),
-            within: registry
-                .consent()
-                .map_or(std::time::Duration::ZERO, |c| c.answer_within()),
+        let within = registry
+            .consent()
+            .map_or(ask::ANSWER_WITHIN, |c| c.answer_within());
+        let asker = self.asker(&context.peer, within);
+        // A session client that can be asked is asked an upstream server's own
+        // questions during the call, too.
+        let ctx = if elicits && !stateless {
+            ctx.with_asker(asker.clone())
+        } else {
+            ctx
         };
         let scope = if stateless {
             self.stateless_scope(&context)
@@ -239,7 +267,7 @@ impl ServerHandler for Session {
                 scope: &scope,
             },
             (true, false) => Channel::Session {
-                asker: &asker,
+                asker: &*asker,
                 scope: &scope,
             },
         };

@@ -19,7 +19,9 @@ use tokio::sync::watch;
 
 use super::convert::content_of;
 use super::handler::{Upstream, http_transport, list_pages};
+use super::relay::Relay;
 use super::stderr::Tail;
+use crate::call::CallContext;
 use crate::config::mcp::StdioCommand;
 use crate::error::CallError;
 use crate::group::{CheckedTool, GroupTools};
@@ -81,6 +83,8 @@ pub(super) struct Connection {
     /// Bumped when the server says its tools changed.
     pub(super) changed: Arc<watch::Sender<u64>>,
     pub(super) connections: AtomicU64,
+    /// Its calls in flight, where the server's questions go.
+    relay: Arc<Relay>,
 }
 
 struct Live {
@@ -118,6 +122,7 @@ impl Connection {
             state: tokio::sync::Mutex::new(None),
             changed: Arc::new(watch::channel(0).0),
             connections: AtomicU64::new(0),
+            relay: Arc::default(),
         }
     }
 
@@ -215,6 +220,7 @@ impl Connection {
             server: self.name.clone(),
             stale: stale.clone(),
             changed: self.changed.clone(),
+            relay: self.relay.clone(),
         };
         let failed = |e: &dyn std::fmt::Display, stderr: Option<&Arc<Tail>>| {
             self.connection_error(format!("could not connect: {e}{}", stderr_tail(stderr)))
@@ -307,7 +313,14 @@ impl Connection {
     /// Calls `remote` (its name on the server). A connection found closed, or lost
     /// during the call, is a [`CallError::Connection`] and is dropped, so the next
     /// call connects again.
-    pub(super) async fn call(&self, remote: &str, args: &Args) -> Result<ToolResult, CallError> {
+    /// The server's questions during the call go to the person `ctx` can ask, if any
+    /// (relay.rs).
+    pub(super) async fn call(
+        &self,
+        ctx: &CallContext,
+        remote: &str,
+        args: &Args,
+    ) -> Result<ToolResult, CallError> {
         let (peer, id) = {
             let mut state = self.state.lock().await;
             if state.is_none() {
@@ -328,9 +341,23 @@ impl Connection {
             }
         };
         let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args.clone());
+        let mut entered = self.relay.enter(ctx.asker().cloned());
+        let asking = async {
+            let call = peer.call_tool(params);
+            tokio::pin!(call);
+            loop {
+                tokio::select! {
+                    answer = &mut call => return answer,
+                    Some(ask) = entered.asks.recv() => tokio::select! {
+                        () = entered.answer(ask) => {}
+                        answer = &mut call => return answer,
+                    },
+                }
+            }
+        };
         let answer = match self.timeout {
-            None => Ok(peer.call_tool(params).await),
-            Some(limit) => tokio::time::timeout(limit, peer.call_tool(params)).await,
+            None => Ok(asking.await),
+            Some(limit) => tokio::time::timeout(limit, asking).await,
         };
         match answer {
             Ok(Ok(result)) => Ok(content_of(result)),

@@ -6,10 +6,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use tokio::sync::watch;
+
+use super::relay::Relay;
 
 /// How many pages of tools/list are read at most; a server that always gives a next
 /// cursor is cut off here.
@@ -81,17 +86,31 @@ pub(super) struct Upstream {
     pub(super) server: String,
     pub(super) stale: Arc<AtomicBool>,
     pub(super) changed: Arc<watch::Sender<u64>>,
+    /// Its calls in flight, where its questions go.
+    pub(super) relay: Arc<Relay>,
 }
 
 impl ClientHandler for Upstream {
     fn get_info(&self) -> ClientConfig {
         // 2025-11-25 keeps list_changed an unprompted notification (2026-07-28 needs
         // a subscription), which is what the servers in use today send.
+        // Forms only: a form is passed on to the person who made the call (relay.rs).
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("piton", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.relay.elicit(&self.server, request).await)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

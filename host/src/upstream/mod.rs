@@ -3,11 +3,13 @@
 //!
 //! An [`UpstreamServer`] connects on first use (a child process over stdio, Streamable
 //! HTTP, or a server in this process); its tools join as `{server}__{tool}` with the
-//! hints their annotations declare.
+//! hints their annotations declare. A question the server asks during a call of
+//! one of its tools is passed on to the person who made the call (relay.rs).
 
 mod connection;
 mod convert;
 mod handler;
+mod relay;
 mod server;
 mod stderr;
 mod tool;

@@ -99,7 +99,7 @@ impl Tool for UpstreamTool {
 
     async fn call(
         &self,
-        _ctx: &CallContext,
+        ctx: &CallContext,
         args: &Args,
         _hints: Hints,
     ) -> Result<ToolResult, CallError> {
@@ -109,6 +109,6 @@ impl Tool for UpstreamTool {
                 message: "the server was removed from the registry".into(),
             });
         };
-        server.call(&self.remote_name, args).await
+        server.call(ctx, &self.remote_name, args).await
     }
 }

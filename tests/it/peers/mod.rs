@@ -8,6 +8,7 @@ mod conformance;
 mod consent;
 mod inspector;
 mod python_sdk;
+mod upstream_asks;
 mod upstreams;
 
 use std::ffi::OsStr;

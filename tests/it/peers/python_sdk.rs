@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{
     HttpServer, Target, call_result, listed, listed_names, only_text, peers, peers_file, piton_bin,
-    sdk_client,
+    sdk_client, sdk_client_with,
 };
 use crate::support::plugins_folder;
 
@@ -127,7 +127,15 @@ fn py_server_serves_the_tools_its_header_documents() {
     );
     assert_eq!(
         listed_names(&report),
-        ["add", "shout", "fail", "structured", "pid", "sleep"]
+        [
+            "add",
+            "shout",
+            "fail",
+            "structured",
+            "pid",
+            "sleep",
+            "greet"
+        ]
     );
     let read_only = json!({
         "readOnlyHint": true,
@@ -135,7 +143,7 @@ fn py_server_serves_the_tools_its_header_documents() {
         "idempotentHint": true,
         "openWorldHint": false,
     });
-    for name in ["add", "fail", "structured", "pid"] {
+    for name in ["add", "fail", "structured", "pid", "greet"] {
         assert_eq!(listed(&report, name)["annotations"], read_only, "{name}");
     }
     assert!(listed(&report, "shout").get("annotations").is_none());
@@ -143,7 +151,7 @@ fn py_server_serves_the_tools_its_header_documents() {
         listed(&report, "sleep")["annotations"],
         json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false})
     );
-    for name in ["add", "shout", "fail", "pid", "sleep"] {
+    for name in ["add", "shout", "fail", "pid", "sleep", "greet"] {
         assert!(
             listed(&report, name).get("outputSchema").is_none(),
             "{name}"
@@ -179,4 +187,25 @@ fn py_server_serves_the_tools_its_header_documents() {
         let result = call_result(&report, index);
         assert!(result.get("structuredContent").is_none(), "{result:#}");
     }
+    // greet asks in a session (2025-11-25).
+    let report = sdk_client_with(
+        Target::Stdio(&command),
+        "legacy",
+        &[("greet", json!({"times": 2}))],
+        &[
+            "--elicit-content",
+            r#"{"name": "Ada"}"#,
+            "--elicit",
+            "decline",
+        ],
+    );
+    assert_eq!(only_text(call_result(&report, 0)), "hello Ada; declined");
+    let asked = report["asked"].as_array().expect("questions recorded");
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0]["message"], "What is your name?");
+    assert_eq!(asked[0]["requested_schema"]["required"], json!(["name"]));
+    assert_eq!(
+        asked[0]["requested_schema"]["properties"]["name"]["type"],
+        "string"
+    );
 }
