@@ -165,33 +165,58 @@ fn observed(s: &Setup) {
         ("metrics", &*s.registry),
         ("metrics_and_audit", &audited),
     ];
-    let args = json!({ "text": TEXT });
-    let mut times = [const { Vec::new() }; 3];
-    for _ in 0..10 {
+    let medians = interleaved_medians(
+        s,
+        &registries,
+        "word_count",
+        &json!({ "text": TEXT }),
+        10,
+        500,
+    );
+    observer.flush();
+    println!("watching a call, over 5000 calls each:");
+    record_medians(&registries, &medians, support::us, "µs");
+}
+
+/// The median of calls of `tool` with `args` in each registry of `registries`, over
+/// `rounds` rounds of `per_round` calls in each in turn, so that drift in the
+/// machine's load falls on all of them alike.
+fn interleaved_medians(
+    s: &Setup,
+    registries: &[(&str, &Registry)],
+    tool: &str,
+    args: &serde_json::Value,
+    rounds: usize,
+    per_round: usize,
+) -> Vec<Duration> {
+    let mut times = vec![Vec::new(); registries.len()];
+    for _ in 0..rounds {
         for ((_, registry), times) in registries.iter().zip(&mut times) {
-            for _ in 0..500 {
+            for _ in 0..per_round {
                 let t = Instant::now();
-                let _ = black_box(s.rt.block_on(registry.call("word_count", args.clone())));
+                let _ = black_box(s.rt.block_on(registry.call(tool, args.clone())));
                 times.push(t.elapsed());
             }
         }
     }
-    observer.flush();
-    println!("watching a call, over 5000 calls each:");
-    let mut medians = Vec::new();
-    for ((name, _), times) in registries.iter().zip(times) {
-        let summary = Summary::of(times);
-        record(
-            "call",
-            &format!("{name}_median"),
-            support::us(summary.median()),
-            "µs",
-        );
-        medians.push(summary.median());
+    times.into_iter().map(|t| Summary::of(t).median()).collect()
+}
+
+/// Records each registry's median as `NAME_median`, and what each after the first
+/// adds to the first as `NAME_added`, in `unit`.
+fn record_medians(
+    registries: &[(&str, &Registry)],
+    medians: &[Duration],
+    scale: fn(Duration) -> f64,
+    unit: &str,
+) {
+    for ((name, _), median) in registries.iter().zip(medians) {
+        record("call", &format!("{name}_median"), scale(*median), unit);
     }
-    let added = |i: usize| support::us(medians[i].saturating_sub(medians[0]));
-    record("call", "metrics_added", added(1), "µs");
-    record("call", "metrics_and_audit_added", added(2), "µs");
+    for ((name, _), median) in registries.iter().zip(medians).skip(1) {
+        let added = median.saturating_sub(medians[0]);
+        record("call", &format!("{name}_added"), scale(added), unit);
+    }
 }
 
 /// A native tool that does nothing: a call of it is the registry's own path.
@@ -219,7 +244,6 @@ impl piton_host::Tool for Noop {
     }
 }
 
-/// A registry a loader made with `config` (so with an observer), holding `noop`.
 /// What the consent policy `piton serve` follows adds to a call it does not ask
 /// about: medians of the read-only native no-op (the registry's own path, nothing
 /// else) in a registry without and with the default policy (`not-read-only`), in
@@ -235,38 +259,16 @@ fn consented(s: &Setup) {
         )
         .expect("a consent policy");
     asking.set_consent(Arc::new(consent));
-    let mut times = [const { Vec::new() }; 2];
-    for _ in 0..20 {
-        for (registry, times) in [&bare, &asking].into_iter().zip(&mut times) {
-            for _ in 0..2000 {
-                let t = Instant::now();
-                let _ = black_box(s.rt.block_on(registry.call("noop", json!({}))));
-                times.push(t.elapsed());
-            }
-        }
-    }
-    let [without, with] = times.map(|times| Summary::of(times).median());
+    let registries = [
+        ("native_without_consent", &bare),
+        ("native_with_consent", &asking),
+    ];
+    let medians = interleaved_medians(s, &registries, "noop", &json!({}), 20, 2000);
     println!("the consent policy on a read-only native no-op call, over 40000 calls each:");
-    record(
-        "call",
-        "native_without_consent_median",
-        support::ns(without),
-        "ns",
-    );
-    record(
-        "call",
-        "native_with_consent_median",
-        support::ns(with),
-        "ns",
-    );
-    record(
-        "call",
-        "native_consent_added",
-        support::ns(with.saturating_sub(without)),
-        "ns",
-    );
+    record_medians(&registries, &medians, support::ns, "ns");
 }
 
+/// A registry a loader made with `config` (so with an observer), holding `noop`.
 fn native_registry(s: &Setup, config: piton_host::config::Config) -> Registry {
     let mut registry = s.rt.block_on(async {
         Loader::new(
@@ -319,31 +321,9 @@ fn observed_native(s: &Setup) {
         ("native_metrics_tracing_off", &metrics),
         ("native_tracing_on", &traced),
     ];
-    let mut times = [const { Vec::new() }; 3];
-    for _ in 0..20 {
-        for ((_, registry), times) in registries.iter().zip(&mut times) {
-            for _ in 0..2000 {
-                let t = Instant::now();
-                let _ = black_box(s.rt.block_on(registry.call("noop", json!({}))));
-                times.push(t.elapsed());
-            }
-        }
-    }
+    let medians = interleaved_medians(s, &registries, "noop", &json!({}), 20, 2000);
     println!("watching a native no-op call, over 40000 calls each:");
-    let mut medians = Vec::new();
-    for ((name, _), times) in registries.iter().zip(times) {
-        let summary = Summary::of(times);
-        record(
-            "call",
-            &format!("{name}_median"),
-            support::ns(summary.median()),
-            "ns",
-        );
-        medians.push(summary.median());
-    }
-    let added = |i: usize| support::ns(medians[i].saturating_sub(medians[0]));
-    record("call", "native_metrics_tracing_off_added", added(1), "ns");
-    record("call", "native_tracing_on_added", added(2), "ns");
+    record_medians(&registries, &medians, support::ns, "ns");
 }
 
 /// Medians over plain timed loops, printed as ratios (criterion reports each alone)
