@@ -13,7 +13,7 @@ use super::{
     HttpServer, Target, call_result, only_text, peers, peers_file, piton_bin, sdk_client_with,
 };
 
-use crate::support::{piton, plugins_folder};
+use crate::support::plugins_folder;
 
 /// A plugins folder with word_count and the Python server as `[mcp.py]`.
 fn folder() -> tempfile::TempDir {
@@ -39,18 +39,8 @@ fn each_target(dir: &tempfile::TempDir, mut check: impl FnMut(Target<'_>, &str))
         dir.path().as_os_str(),
     ];
     check(Target::Stdio(&stdio), "stdio");
-    let mut command = piton();
-    command
-        .args([
-            "serve",
-            "--approve",
-            "never",
-            "--http",
-            "127.0.0.1:0",
-            "--plugins",
-        ])
-        .arg(dir.path());
-    let server = HttpServer::start_command(command);
+    // HttpServer::start serves with --approve never.
+    let server = HttpServer::start(dir.path());
     check(Target::Url(&server.url), "http");
 }
 
