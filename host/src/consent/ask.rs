@@ -217,13 +217,13 @@ impl Consent {
             hints,
             grants_sha256: grants_digest(&grants),
         };
-        let scope = match channel {
+        let (scope, retry) = match channel {
             Channel::Cannot => {
                 return Verdict::Refuse(Outcome::CouldNotAsk, self.cannot_ask(name, mode, reason));
             }
-            Channel::Rounds { scope, .. } | Channel::Session { scope, .. } => *scope,
+            Channel::Rounds { scope, state, .. } => (*scope, state.is_some()),
+            Channel::Session { scope, .. } => (*scope, false),
         };
-        let retry = matches!(channel, Channel::Rounds { state: Some(_), .. });
         if !retry
             && self
                 .allowances
@@ -231,20 +231,25 @@ impl Consent {
         {
             return Verdict::Run(Outcome::AllowedEarlier);
         }
-        let question = self.question(tool, hints, reason, &grants, &args_value, &subject);
-        let answer = match channel {
-            Channel::Cannot => unreachable!("refused above"),
-            Channel::Rounds { state: None, .. } => {
-                return Verdict::Ask {
-                    question,
-                    state: self.sealer.seal(&subject, SystemTime::now()),
-                };
-            }
-            Channel::Rounds {
-                state: Some(state),
-                responses,
-                ..
-            } => {
+        let question = || self.question(tool, hints, reason, &grants, &args_value, &subject);
+        let answer = match (channel, retry) {
+            (Channel::Session { asker, .. }, _) => match asker.elicit(&question()).await {
+                Ok(answer) => answer,
+                Err(why) => {
+                    return Verdict::Refuse(
+                        Outcome::CouldNotAsk,
+                        format!("`{name}` was not run: asking the user failed ({why})"),
+                    );
+                }
+            },
+            (
+                Channel::Rounds {
+                    state: Some(state),
+                    responses,
+                    ..
+                },
+                true,
+            ) => {
                 if let Err(error) = self.sealer.redeem(state, &subject, SystemTime::now()) {
                     return Verdict::Refuse(Outcome::Tampered, refused(name, &error));
                 }
@@ -261,15 +266,16 @@ impl Consent {
                     }
                 }
             }
-            Channel::Session { asker, .. } => match asker.elicit(&question).await {
-                Ok(answer) => answer,
-                Err(why) => {
-                    return Verdict::Refuse(
-                        Outcome::CouldNotAsk,
-                        format!("`{name}` was not run: asking the user failed ({why})"),
-                    );
-                }
-            },
+            // A first round (or a channel that cannot be asked, refused above).
+            _ => {
+                return match self.sealer.seal(&subject, SystemTime::now()) {
+                    Ok(state) => Verdict::Ask {
+                        question: question(),
+                        state,
+                    },
+                    Err(error) => Verdict::Refuse(Outcome::CouldNotAsk, refused(name, &error)),
+                };
+            }
         };
         match read_answer(&answer) {
             Answer::AllowOnce => Verdict::Run(Outcome::AllowedOnce),

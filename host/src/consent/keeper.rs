@@ -79,6 +79,12 @@ impl Keeper {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyError {
+    /// No key could be made: the system's random source failed.
+    #[error(
+        "piton could not make an approval key: the system's random source failed; give one \
+         in [approve] key_file or $PITON_APPROVAL_KEY"
+    )]
+    NoRandom,
     /// `key` given in piton.toml (or its `${VAR}`) is not a key.
     #[error(transparent)]
     Given(ApproveError),
@@ -108,7 +114,7 @@ pub enum KeyError {
 /// The key `source` names: read from its file now, or made for this process.
 fn key(source: &KeySource) -> Result<ApprovalKey, KeyError> {
     match source {
-        KeySource::Random => Ok(ApprovalKey::random()),
+        KeySource::Random => ApprovalKey::random().ok_or(KeyError::NoRandom),
         KeySource::Given(text) => {
             ApprovalKey::from_secret(text.trim().as_bytes()).map_err(KeyError::Given)
         }

@@ -41,14 +41,11 @@ impl ApprovalKey {
     }
 
     /// A key of this process only: its states are accepted by no other replica and
-    /// by no later run.
-    pub fn random() -> Self {
+    /// by no later run. `None` when the system's random source fails.
+    pub fn random() -> Option<Self> {
         let mut secret = [0u8; 32];
-        // The system's random source failing leaves nothing safe to do.
-        SystemRandom::new()
-            .fill(&mut secret)
-            .expect("the system random source works");
-        Self(hmac::Key::new(hmac::HMAC_SHA256, &secret))
+        SystemRandom::new().fill(&mut secret).ok()?;
+        Some(Self(hmac::Key::new(hmac::HMAC_SHA256, &secret)))
     }
 }
 
@@ -88,6 +85,9 @@ pub enum StateError {
     /// It was for another call.
     #[error("the approval was for {0}; call again to be asked about this call")]
     Mismatch(&'static str),
+    /// No state could be made: the system's random source failed.
+    #[error("piton could not make an approval state: the system's random source failed")]
+    NoRandom,
 }
 
 /// Makes and checks states; remembers the ones used until they expire.
@@ -113,19 +113,19 @@ impl Sealer {
     }
 
     /// A state for `subject`, valid from `now` for the sealer's time.
-    pub fn seal(&self, subject: &Subject, now: SystemTime) -> String {
+    pub fn seal(&self, subject: &Subject, now: SystemTime) -> Result<String, StateError> {
         let mut nonce = [0u8; 16];
         SystemRandom::new()
             .fill(&mut nonce)
-            .expect("the system random source works");
+            .map_err(|_| StateError::NoRandom)?;
         let expires = unix(now).saturating_add(self.ttl.as_secs().max(1));
         let payload = encode(subject, &nonce, expires);
         let tag = hmac::sign(&self.key.0, &[DOMAIN, &payload].concat());
-        format!(
+        Ok(format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(&payload),
             URL_SAFE_NO_PAD.encode(tag.as_ref())
-        )
+        ))
     }
 
     /// Checks `state` against the call now asked for, and marks it used: a state runs
@@ -259,7 +259,7 @@ mod tests {
     fn a_state_runs_the_call_it_was_made_for_once() {
         let sealer = sealer();
         let now = SystemTime::now();
-        let state = sealer.seal(&subject(), now);
+        let state = sealer.seal(&subject(), now).unwrap();
         assert_eq!(sealer.redeem(&state, &subject(), now), Ok(()));
         assert_eq!(
             sealer.redeem(&state, &subject(), now),
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn a_replica_with_the_same_key_accepts_it_and_one_with_another_refuses() {
         let now = SystemTime::now();
-        let state = sealer().seal(&subject(), now);
+        let state = sealer().seal(&subject(), now).unwrap();
         assert_eq!(sealer().redeem(&state, &subject(), now), Ok(()));
         let other = Sealer::new(
             ApprovalKey::from_secret(&[8; 32]).unwrap(),
@@ -281,7 +281,7 @@ mod tests {
             Err(StateError::Forged)
         );
         assert_eq!(
-            Sealer::new(ApprovalKey::random(), Duration::from_secs(60)).redeem(
+            Sealer::new(ApprovalKey::random().unwrap(), Duration::from_secs(60)).redeem(
                 &state,
                 &subject(),
                 now
@@ -294,7 +294,7 @@ mod tests {
     fn another_call_an_expired_or_altered_state_is_refused() {
         let sealer = sealer();
         let now = SystemTime::now();
-        let state = sealer.seal(&subject(), now);
+        let state = sealer.seal(&subject(), now).unwrap();
         let mut other = subject();
         other.tool = "write_file".into();
         assert_eq!(
