@@ -55,6 +55,7 @@ mod schema_cost_tests;
 pub mod serve;
 mod source;
 mod term;
+mod tls;
 mod tool;
 pub mod upstream;
 pub mod wasm;

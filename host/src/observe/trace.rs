@@ -199,15 +199,7 @@ impl Drop for Spans {
 /// may not be made, or dropped, inside the async one the loader runs on.
 fn http_client() -> Result<reqwest::blocking::Client, String> {
     std::thread::spawn(|| {
-        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup failed: {e}"))?
-        .with_root_certificates(rustls::RootCertStore::from_iter(
-            webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
-        ))
-        .with_no_client_auth();
+        let tls = crate::tls::client_config()?;
         reqwest::blocking::Client::builder()
             .tls_backend_preconfigured(tls)
             .redirect(reqwest::redirect::Policy::none())
