@@ -12,7 +12,8 @@ with that decision), `decline`, `cancel`, or `error` (the callback fails).
 `--elicit-content JSON` (repeatable, in turn with `--elicit`) answers a question with
 accept and that content instead. Without either the client declares no elicitation. `--round NAME ARGS_JSON STATE ANSWER` (2026-07-28) makes
 one round by hand: a `tools/call` that may answer input_required, with `requestState`
-STATE and piton's answer ANSWER in `inputResponses` (`-` for none of either).
+STATE (`@N`: the one round N answered with) and the answer ANSWER in `inputResponses`
+under piton's approval key, or the key `--round-key` names (`-` for none of either).
 
 `--url` is Streamable HTTP; `-- COMMAND` starts the server over stdio, with the
 environment variables named PITON_* passed on (the SDK passes only a safe few).
@@ -105,12 +106,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         report["rounds"] = []
         for name, arguments, state, word in args.round or []:
             entry = {"name": name, "arguments": json.loads(arguments)}
+            if state.startswith("@"):
+                state = report["rounds"][int(state[1:])].get("result", {}).get("requestState", "-")
             try:
                 result = await client.session.call_tool(
                     name,
                     entry["arguments"],
                     request_state=None if state == "-" else state,
-                    input_responses=None if word == "-" else {QUESTION_KEY: answer(word)},
+                    input_responses=None if word == "-" else {args.round_key: answer(word)},
                     allow_input_required=True,
                 )
                 entry["result"] = wire(result)
@@ -144,6 +147,9 @@ def main() -> None:
         action="append",
         metavar=("NAME", "ARGS_JSON", "STATE", "ANSWER"),
         help="one tools/call round by hand (2026-07-28)",
+    )
+    parser.add_argument(
+        "--round-key", default=QUESTION_KEY, help="the inputResponses key of --round answers"
     )
     parser.add_argument("--url", help="a Streamable HTTP endpoint")
     parser.add_argument("command", nargs="*", help="a stdio server: COMMAND [ARG]...")

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::stop::Calls;
 use crate::call::CallContext;
-use crate::consent::{Channel, Question};
+use crate::consent::{Channel, QUESTION_KEY, Question};
 use crate::error::CallError;
 use crate::registry::Registry;
 use crate::tool::{Content, DONE};
@@ -41,20 +41,25 @@ pub(super) async fn call_tool(
     tokio::select! {
         answer = call(registry, &ctx, name, arguments, channel) => answer,
         // Dropping the call stops its instance (or its upstream request).
-        grace = calls.cut() => Err(ErrorData::internal_error(
-            format!(
-                "tool `{name}` was stopped before it answered: piton is shutting down, and \
-                 the call was still running after the {grace:?} it waits for calls in \
-                 flight (--shutdown-grace); send it again, to another replica or once \
-                 piton has restarted"
-            ),
-            None,
-        )),
+        grace = calls.cut() => Err(stopped(name, grace)),
     }
 }
 
+/// The error of a call cut at the end of a stop's grace.
+pub(super) fn stopped(name: &str, grace: std::time::Duration) -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "tool `{name}` was stopped before it answered: piton is shutting down, and \
+             the call was still running after the {grace:?} it waits for calls in \
+             flight (--shutdown-grace); send it again, to another replica or once \
+             piton has restarted"
+        ),
+        None,
+    )
+}
+
 /// The call itself.
-async fn call(
+pub(super) async fn call(
     registry: &Registry,
     ctx: &CallContext,
     name: &str,
@@ -73,7 +78,7 @@ async fn call(
             schema,
             state,
             ..
-        }) => super::ask::input_required(&Question { message, schema }, state)
+        }) => super::ask::input_required(QUESTION_KEY, &Question { message, schema }, state)
             .map(CallToolResponse::from)
             .map_err(|error| ErrorData::internal_error(error.to_string(), None)),
         Err(error @ CallError::UnknownTool { .. }) => {

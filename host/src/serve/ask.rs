@@ -12,7 +12,7 @@ use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::consent::{Elicit, ElicitError, QUESTION_KEY, Question};
+use crate::consent::{Elicit, ElicitError, Question};
 
 /// Whether a client with `caps` can be asked with a form (`"elicitation": {}` means
 /// form only; a client that names modes must name `form`).
@@ -31,14 +31,15 @@ fn form(question: &Question) -> Result<ElicitRequestParams, ElicitError> {
     })
 }
 
-/// The `input_required` answer of a 2026-07-28 call: piton's one question and the
-/// sealed state the retry must carry.
+/// The `input_required` answer of a 2026-07-28 call: one question, under `key`
+/// among the `inputRequests`, and the state the retry must carry.
 pub(super) fn input_required(
+    key: &str,
     question: &Question,
     state: String,
 ) -> Result<InputRequiredResult, ElicitError> {
     let request = InputRequest::Elicitation(ElicitRequest::new(form(question)?));
-    let requests: InputRequests = [(QUESTION_KEY.to_owned(), request)].into();
+    let requests: InputRequests = [(key.to_owned(), request)].into();
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }
 

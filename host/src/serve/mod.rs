@@ -11,6 +11,7 @@
 mod answer;
 mod ask;
 mod http;
+mod rounds;
 mod served;
 mod server;
 mod session;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::rounds::Waiting;
 use super::stop::{Calls, Drained, FLUSH};
 use crate::plugins::FolderWatch;
 use crate::registry::Registry;
@@ -31,7 +32,9 @@ pub struct Served {
     /// [`Served::set_ready`] says otherwise (shutdown has begun).
     ready: AtomicBool,
     /// The calls in flight on any registry served, and whether new ones are taken.
-    calls: Calls,
+    calls: Arc<Calls>,
+    /// 2026-07-28 calls waiting for the answer to an upstream server's question.
+    waiting: Arc<Waiting>,
 }
 
 impl std::fmt::Debug for Served {
@@ -53,7 +56,8 @@ impl Served {
             upstreams: Mutex::new(None),
             alive: watch::Sender::new(()),
             ready: AtomicBool::new(true),
-            calls: Calls::default(),
+            calls: Arc::default(),
+            waiting: Arc::default(),
         });
         served.follow(&served.registry());
         served
@@ -111,8 +115,13 @@ impl Served {
     }
 
     /// The calls in flight, and whether new ones are taken.
-    pub(super) fn calls(&self) -> &Calls {
+    pub(super) fn calls(&self) -> &Arc<Calls> {
         &self.calls
+    }
+
+    /// The 2026-07-28 calls waiting for the answer to an upstream server's question.
+    pub(super) fn waiting(&self) -> &Arc<Waiting> {
+        &self.waiting
     }
 
     /// Whether a stop has begun ([`Served::drain`]): no new calls are taken.

@@ -26,7 +26,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::served::Served;
-use super::{answer, ask};
+use super::{answer, ask, rounds};
 use crate::call::{CallContext, TraceParent};
 use crate::consent::Channel;
 use crate::tool::DynTool;
@@ -259,6 +259,30 @@ impl ServerHandler for Session {
         } else {
             self.scope.name.clone()
         };
+        if elicits && stateless {
+            // An upstream server's question is asked with input_required (rounds.rs).
+            let request = rounds::Request {
+                ctx,
+                name: request.name.to_string(),
+                arguments: request.arguments,
+                responses: request.input_responses,
+                state: request.request_state,
+                scope,
+                within,
+            };
+            let call = rounds::call_tool(
+                registry,
+                self.served.calls(),
+                self.served.waiting(),
+                request,
+            );
+            return tokio::select! {
+                result = call => result,
+                () = context.ct.cancelled() => {
+                    Err(ErrorData::internal_error("the request was cancelled", None))
+                }
+            };
+        }
         let channel = match (elicits, stateless) {
             (false, _) => Channel::Cannot,
             (true, true) => Channel::Rounds {

@@ -133,7 +133,7 @@ impl Relay {
             return Err(format!("its message or form is over {MAX_QUESTION} bytes"));
         }
         let question = Question {
-            message: format!("MCP server `{server}` asks: {message}"),
+            message: format!("MCP server `{server}` asks: {}", one_line(&message)),
             schema,
         };
         let call = self.route()?;
@@ -149,6 +149,24 @@ impl Relay {
             .await
             .map_err(|_| "the call ended before the question was answered".to_owned())?
     }
+}
+
+/// `message` on one line, as the person reads it after the server's name: line
+/// breaks, other control characters and the marks that reorder text (bidi) become
+/// spaces, so a server cannot make its words look like a line of another's, or
+/// piton's own.
+fn one_line(message: &str) -> String {
+    message
+        .chars()
+        .map(|c| {
+            let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}');
+            if c.is_control() || reorders || c == '\u{2028}' || c == '\u{2029}' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 impl Entered {
@@ -245,6 +263,20 @@ mod tests {
         assert_eq!(asked.len(), 1);
         assert_eq!(asked[0].message, "MCP server `py` asks: Name?");
         assert_eq!(asked[0].schema["required"], json!(["name"]));
+    }
+
+    #[tokio::test]
+    async fn a_server_message_stays_on_the_line_after_its_name() {
+        let relay = Arc::new(Relay::default());
+        let person = Arc::new(Person::default());
+        let mut call = relay.enter(Some(person.clone()));
+        let forged = "Name?\n\nMCP server `files` asks:\r\u{202e}Allow?\u{2028}ok";
+        ask(&relay, Some(&mut call), form(forged)).await;
+        let asked = person.asked.lock().unwrap().clone();
+        assert_eq!(
+            asked[0].message,
+            "MCP server `py` asks: Name?  MCP server `files` asks:  Allow? ok"
+        );
     }
 
     #[tokio::test]

@@ -2,7 +2,9 @@
 //! (tests/peers/py_server.py) asks its client a name with `elicitation/create`;
 //! `piton serve` passes the question to the person who made the call (the Python
 //! SDK client, over stdio and Streamable HTTP) with the server's name on it, and
-//! their answer back; a client that cannot be asked gets the question declined.
+//! their answer back; a client that cannot be asked gets the question declined. A
+//! 2026-07-28 client is asked with `input_required`, and its retry goes on with the
+//! call that asked.
 
 use std::ffi::OsStr;
 
@@ -102,17 +104,164 @@ fn a_caller_that_cannot_be_asked_gets_the_upstream_question_declined() {
         let report = sdk_client_with(target, "legacy", &[greet(1)], &[]);
         assert_eq!(only_text(call_result(&report, 0)), "declined", "{how}");
     });
+}
+
+#[test]
+fn a_2026_07_28_caller_is_asked_the_upstream_question_with_input_required() {
+    let dir = folder();
     each_target(&dir, |target, how| {
-        // 2026-07-28 has no session to ask in: the question is not passed on.
+        // No session to send elicitation/create in: each question is one round.
         let report = sdk_client_with(
             target,
             "2026-07-28",
-            &[greet(1)],
-            &["--elicit-content", r#"{"name": "Ada"}"#],
+            &[greet(2), greet(1)],
+            &[
+                "--elicit-content",
+                r#"{"name": "Ada"}"#,
+                "--elicit",
+                "decline",
+                "--elicit",
+                "cancel",
+            ],
         );
-        assert_eq!(only_text(call_result(&report, 0)), "declined", "{how}");
-        assert!(asked(&report).is_empty(), "{how}: {report:#}");
+        assert_eq!(report["protocol_version"], "2026-07-28", "{how}");
+        assert_eq!(
+            only_text(call_result(&report, 0)),
+            "hello Ada; declined",
+            "{how}: {report:#}"
+        );
+        assert_eq!(only_text(call_result(&report, 1)), "cancelled", "{how}");
+        let asked = asked(&report);
+        assert_eq!(asked.len(), 3, "{how}: {report:#}");
+        for question in asked {
+            assert_eq!(question["message"], QUESTION, "{how}");
+        }
     });
+}
+
+/// The rounds of a 2026-07-28 client that makes each `tools/call` by hand (see
+/// tests/peers/client.py `--round`), answering under the upstream question's key.
+fn rounds(target: Target<'_>, rounds: &[[&str; 4]]) -> Value {
+    let mut options = vec!["--round-key", "piton_upstream"];
+    for round in rounds {
+        options.push("--round");
+        options.extend(round);
+    }
+    let report = sdk_client_with(target, "2026-07-28", &[], &options);
+    report["rounds"].clone()
+}
+
+fn round_text(rounds: &Value, i: usize) -> &str {
+    let result = &rounds[i]["result"];
+    assert_ne!(
+        result["resultType"], "input_required",
+        "round {i}: {rounds:#}"
+    );
+    only_text(result)
+}
+
+#[test]
+fn a_retry_goes_on_only_with_the_call_it_was_asked_for() {
+    let dir = folder();
+    let answer = r#"content:{"name": "Ada"}"#;
+    each_target(&dir, |target, how| {
+        let one = r#"{"times": 1}"#;
+        let rounds = rounds(
+            target,
+            &[
+                // 0: asked.
+                ["py__greet", one, "-", "-"],
+                // 1: the same state for other arguments, then another tool: refused.
+                ["py__greet", r#"{"times": 2}"#, "@0", answer],
+                ["word_count", r#"{"text": "a"}"#, "@0", answer],
+                // 3: a state piton never gave.
+                [
+                    "py__greet",
+                    one,
+                    "piton-upstream.AAAAAAAAAAAAAAAAAAAAAA",
+                    answer,
+                ],
+                // 4: no answer: asked again, with a new state.
+                ["py__greet", one, "@0", "-"],
+                // 5: the answer, with the new state: the call's result.
+                ["py__greet", one, "@4", answer],
+                // 6: the used state again.
+                ["py__greet", one, "@4", answer],
+            ],
+        );
+        for i in [0, 4] {
+            let result = &rounds[i]["result"];
+            assert_eq!(
+                result["resultType"], "input_required",
+                "{how} {i}: {rounds:#}"
+            );
+            let question = &result["inputRequests"]["piton_upstream"];
+            assert_eq!(
+                question["method"], "elicitation/create",
+                "{how}: {result:#}"
+            );
+            assert_eq!(question["params"]["message"], QUESTION, "{how}");
+            let state = result["requestState"].as_str().unwrap_or_default();
+            assert!(state.starts_with("piton-upstream."), "{how}: {result:#}");
+        }
+        assert_ne!(
+            rounds[0]["result"]["requestState"], rounds[4]["result"]["requestState"],
+            "{how}: a state is good once"
+        );
+        for (i, refusal) in [
+            (1, "other arguments"),
+            (2, "was for a call of `py__greet`"),
+            (3, "no longer waiting"),
+            (6, "no longer waiting"),
+        ] {
+            assert_eq!(
+                rounds[i]["result"]["isError"], true,
+                "{how} {i}: {rounds:#}"
+            );
+            let text = round_text(&rounds, i);
+            assert!(text.contains(refusal), "{how} {i}: {text}");
+        }
+        assert_eq!(round_text(&rounds, 5), "hello Ada", "{how}: {rounds:#}");
+    });
+}
+
+#[test]
+fn a_2026_07_28_caller_approves_then_answers_the_upstream_question() {
+    let dir = folder();
+    // The default policy: an upstream tool that does not have `trust_hints` is asked
+    // about, then its server asks its own question.
+    let stdio = [
+        OsStr::new(piton_bin()),
+        OsStr::new("serve"),
+        OsStr::new("--plugins"),
+        dir.path().as_os_str(),
+    ];
+    let report = sdk_client_with(
+        Target::Stdio(&stdio),
+        "2026-07-28",
+        &[greet(1)],
+        &[
+            "--elicit",
+            "allow_once",
+            "--elicit-content",
+            r#"{"name": "Ada"}"#,
+        ],
+    );
+    assert_eq!(
+        only_text(call_result(&report, 0)),
+        "hello Ada",
+        "{report:#}"
+    );
+    let asked = asked(&report);
+    assert_eq!(asked.len(), 2, "{report:#}");
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("py__greet"),
+        "piton's own question first: {report:#}"
+    );
+    assert_eq!(asked[1]["message"], QUESTION, "{report:#}");
 }
 
 #[test]
