@@ -15,7 +15,7 @@ use crate::nolinks::MountError;
 
 /// A piton.toml that cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {key}: {problem}", .file.display())]
+#[error("{}: {}{problem}", .file.display(), Key(.key))]
 pub struct ConfigError {
     /// The file.
     pub file: PathBuf,
@@ -24,6 +24,19 @@ pub struct ConfigError {
     /// What is wrong and how to fix it.
     #[source]
     pub problem: ConfigProblem,
+}
+
+/// A key as the message shows it: `KEY: `, or nothing for the whole file.
+struct Key<'a>(&'a str);
+
+impl std::fmt::Display for Key<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            write!(f, "{}: ", self.0)
+        }
+    }
 }
 
 /// The mistake in a [`ConfigError`].

@@ -244,3 +244,13 @@ fn pins_of_files_and_tools_parse_and_a_pin_alone_configures_nothing() {
     assert_eq!(config.tools["b"], ToolConfig::default());
     assert_eq!(config.cache, CacheSettings::default());
 }
+
+#[test]
+fn a_mistake_of_the_whole_file_names_no_key() {
+    let error = parse("[tools.a]\nmounts = [").unwrap_err();
+    assert!(error.key.is_empty());
+    let message = error.to_string();
+    let file = std::env::temp_dir().join("piton.toml");
+    let start = format!("{}: TOML parse error", file.display());
+    assert!(message.starts_with(&start), "{message}");
+}
