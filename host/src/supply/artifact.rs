@@ -119,7 +119,9 @@ pub fn config_json(wasm: &[u8], created: &str, author: Option<&str>) -> Vec<u8> 
 
 /// The manifest of a component layer and its config, as bytes (what is pushed and
 /// what its digest is of).
-pub fn manifest_json(wasm: &[u8], config: &[u8], created: &str) -> Vec<u8> {
+/// `title` names the layer's file (`org.opencontainers.image.title`), as ORAS and
+/// wkg name the file they pull.
+pub fn manifest_json(wasm: &[u8], config: &[u8], created: &str, title: Option<&str>) -> Vec<u8> {
     let descriptor = |media_type: &str, bytes: &[u8]| OciDescriptor {
         media_type: media_type.to_owned(),
         digest: digest_of(bytes),
@@ -130,7 +132,12 @@ pub fn manifest_json(wasm: &[u8], config: &[u8], created: &str) -> Vec<u8> {
         schema_version: 2,
         media_type: Some(MANIFEST_MEDIA_TYPE.to_owned()),
         config: descriptor(CONFIG_MEDIA_TYPE, config),
-        layers: vec![descriptor(LAYER_MEDIA_TYPE, wasm)],
+        layers: vec![OciDescriptor {
+            annotations: title.map(|title| {
+                BTreeMap::from([("org.opencontainers.image.title".to_owned(), title.to_owned())])
+            }),
+            ..descriptor(LAYER_MEDIA_TYPE, wasm)
+        }],
         subject: None,
         artifact_type: None,
         annotations: Some(BTreeMap::from([(
@@ -227,7 +234,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_slice(&config).expect("json");
         assert_eq!(value["os"], "wasip2");
         assert_eq!(value["layerDigests"][0], digest_of(wasm));
-        let manifest = manifest_json(wasm, &config, "2026-12-02T00:00:00Z");
+        let manifest = manifest_json(wasm, &config, "2026-12-02T00:00:00Z", Some("a.wasm"));
         let layer = component_layer(&manifest, None).expect("its own layout");
         assert_eq!(layer.digest, digest_of(wasm));
     }

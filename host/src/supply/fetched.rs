@@ -140,9 +140,20 @@ pub enum FetchProblem {
 
 /// A new temporary file in `folder`, named so that no load reads it.
 pub(crate) fn temp_in(folder: &Path) -> Result<tempfile::NamedTempFile, FetchProblem> {
-    tempfile::Builder::new()
-        .prefix(".piton-add-")
-        .suffix(".part")
-        .tempfile_in(folder)
-        .map_err(FetchProblem::Write)
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".piton-add-").suffix(".part");
+    readable(&mut builder);
+    builder.tempfile_in(folder).map_err(FetchProblem::Write)
+}
+
+/// Files piton puts in the plugins folder are readable by all, as a file copied there
+/// would be (a temporary file is otherwise only its owner's).
+pub(crate) fn readable(builder: &mut tempfile::Builder<'_, '_>) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    #[cfg(not(unix))]
+    let _ = builder;
 }

@@ -185,10 +185,10 @@ impl Lock {
         };
         let folder = file.parent().filter(|p| !p.as_os_str().is_empty());
         let folder = folder.unwrap_or_else(|| Path::new("."));
-        let mut temp = tempfile::Builder::new()
-            .prefix(".piton-lock-")
-            .tempfile_in(folder)
-            .map_err(|e| fail("write", e))?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".piton-lock-");
+        crate::supply::fetched::readable(&mut builder);
+        let mut temp = builder.tempfile_in(folder).map_err(|e| fail("write", e))?;
         temp.write_all(self.to_text().as_bytes())
             .and_then(|()| temp.as_file().sync_all())
             .map_err(|e| fail("write", e))?;

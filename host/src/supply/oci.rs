@@ -186,8 +186,14 @@ async fn pull_layer(
 }
 
 /// Pushes the component `wasm` to `oci` in the CNCF Wasm layout (see
-/// [`artifact`]), made at `created` (RFC 3339); gives the manifest's digest.
-pub async fn publish(oci: &OciRef, wasm: Vec<u8>, created: &str) -> Result<Published, FetchProblem> {
+/// [`artifact`]), made at `created` (RFC 3339), its layer titled `title` (the file
+/// name); gives the manifest's digest.
+pub async fn publish(
+    oci: &OciRef,
+    wasm: Vec<u8>,
+    created: &str,
+    title: Option<&str>,
+) -> Result<Published, FetchProblem> {
     let client = client(oci)?;
     let reference = oci.to_client();
     let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
@@ -198,7 +204,7 @@ pub async fn publish(oci: &OciRef, wasm: Vec<u8>, created: &str) -> Result<Publi
         .await
         .map_err(|e| failed("the token handshake", e))?;
     let config = artifact::config_json(&wasm, created, None);
-    let manifest = artifact::manifest_json(&wasm, &config, created);
+    let manifest = artifact::manifest_json(&wasm, &config, created, title);
     let layer = artifact::digest_of(&wasm);
     let size = wasm.len() as u64;
     client
