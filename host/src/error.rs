@@ -175,6 +175,27 @@ pub enum LoadErrorKind {
         /// The digest of the file, in hex.
         actual: String,
     },
+    /// Its SHA-256 is not the one piton.lock records for its file: it was neither
+    /// compiled nor run.
+    #[error(
+        "refused: its sha256 is {actual}, but {} records sha256:{locked} for it \
+         ([components.{name}], added from {added_from}); the file changed since `piton add` \
+         put it there: put the recorded file back, or fetch it again with \
+         `piton add {added_from} --name {name} --force`",
+        .lock.display()
+    )]
+    Locked {
+        /// The lock file.
+        lock: std::path::PathBuf,
+        /// The component's name in it.
+        name: String,
+        /// Where it was added from.
+        added_from: String,
+        /// The digest recorded, in hex.
+        locked: String,
+        /// The digest of the file, in hex.
+        actual: String,
+    },
     /// Two tools with one name.
     #[error(
         "tool `{name}` is also defined by {other}; rename one (piton.toml can rename) or remove it"

@@ -49,6 +49,7 @@ use crate::plugins::{self, FolderError, PluginsAt, Watched};
 use crate::protected::Protected;
 use crate::registry::Registry;
 use crate::source::ToolSource;
+use crate::supply::lock::{Lock, LockError, lock_file};
 use crate::tool::Tool as _;
 use crate::upstream::{UpstreamConfig, UpstreamServer};
 use crate::wasm::{RuntimeConfig, RuntimeError, WasmRuntime, WasmTool};
@@ -135,6 +136,10 @@ pub enum LoaderError {
     /// The key that seals approvals cannot be had (piton.toml `[approve]`).
     #[error("{0}")]
     Approve(String),
+    /// piton.lock cannot be read or used: nothing is loaded, since what it records
+    /// cannot be checked.
+    #[error(transparent)]
+    Lock(#[from] LockError),
 }
 
 impl Loader {
@@ -225,13 +230,22 @@ impl Loader {
         }
     }
 
+    /// The piton.lock a load holds the plugins folder to: beside the config file,
+    /// else in the plugins folder (see [`lock_file`]); `None` for the bundled examples.
+    pub fn lock_file(&self) -> Option<PathBuf> {
+        let PluginsAt::Folder(folder) = &self.at else {
+            return None;
+        };
+        lock_file(self.config_file().as_deref(), Some(folder))
+    }
+
     /// What to watch for changes that call for a reload: the plugins folder and the
     /// config file; `None` for the bundled examples, which cannot change.
     pub fn watched(&self) -> Option<Watched> {
         match &self.at {
             PluginsAt::Folder(folder) => Some(Watched {
                 folder: folder.clone(),
-                files: self.config_file().into_iter().collect(),
+                files: self.config_file().into_iter().chain(self.lock_file()).collect(),
             }),
             PluginsAt::Bundled => None,
         }
@@ -243,7 +257,9 @@ impl Loader {
     /// is reported in [`Loaded`] and the rest still load; a tool granted "write" on a
     /// place piton loads or trusts ([`plugins::protected`]) is not loaded, nor is a
     /// component whose digest is not the one piton.toml pins for its file or for one
-    /// of its tools (see [`crate::config::pins`]), nor a tool whose name another file
+    /// of its tools (see [`crate::config::pins`]), nor one whose digest is not the
+    /// one piton.lock records for its file (see [`crate::supply::lock`]; a lock that
+    /// cannot be read stops the load), nor a tool whose name another file
     /// declares too (see [`crate::name_claims`]). Then the compile cache is trimmed:
     /// see [`WasmRuntime::trim_cache`].
     pub async fn load(&self) -> Result<Loaded, LoaderError> {
@@ -260,7 +276,11 @@ impl Loader {
         }
         let protected = plugins::protected(&self.at, &config, &self.runtime);
         let (mut files, mut named, mut read_tools) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
-        for read in plugins::read(&self.runtime, &self.at, &config).await? {
+        let locked = match self.lock_file() {
+            Some(file) => Lock::load(&file)?.pins(&file),
+            None => BTreeMap::new(),
+        };
+        for read in plugins::read_locked(&self.runtime, &self.at, &config, &locked).await? {
             let tools = match read {
                 Ok(tools) => tools,
                 Err(error) => {

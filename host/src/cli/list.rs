@@ -1,5 +1,6 @@
 //! `piton list`: every tool with its hints, how far they are enforced, its
-//! description and source, as a table that fits the terminal or as JSON.
+//! description and source, as a table that fits the terminal or as JSON; with
+//! `--sources`, where each tool's file came from and its digest, from piton.lock.
 
 use std::io::{self, Write};
 
@@ -7,6 +8,8 @@ use serde_json::{Value, json};
 
 use super::out::{Outcome, pretty, say};
 use crate::registry::Registry;
+use crate::source::ToolSource;
+use crate::supply::lock::Lock;
 use crate::term::{self, Shown};
 
 pub(super) async fn list(registry: &Registry, as_json: bool) -> io::Result<Outcome> {
@@ -61,6 +64,80 @@ pub(super) async fn list(registry: &Registry, as_json: bool) -> io::Result<Outco
         writeln!(out, "{line}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// `piton list --sources`: each tool, its file, where `lock` says the file came
+/// from ("copied by hand" when it does not record it) and its digest.
+pub(super) async fn sources(registry: &Registry, lock: &Lock, as_json: bool) -> io::Result<Outcome> {
+    let listing = registry.list().await;
+    for error in &listing.errors {
+        say(format_args!("warning: {error}"));
+    }
+    let rows: Vec<(String, String, String, Option<String>, Option<String>)> = listing
+        .tools
+        .iter()
+        .map(|tool| {
+            let name = tool.spec().name.clone();
+            let digest = tool.sandbox().map(|s| format!("sha256:{}", s.component.sha256));
+            match tool.source() {
+                ToolSource::File(path) => {
+                    let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
+                    let file = file.unwrap_or_default();
+                    match lock.by_file(&file) {
+                        Some((_, entry)) => (
+                            name,
+                            file,
+                            entry.source.clone(),
+                            Some(entry.digest.clone()),
+                            entry.resolved.clone(),
+                        ),
+                        None => (name, file, "copied by hand".to_owned(), digest, None),
+                    }
+                }
+                other => (name, other.to_string(), "-".to_owned(), digest, None),
+            }
+        })
+        .collect();
+    let mut out = io::stdout().lock();
+    let shown = Shown::stdout();
+    if as_json {
+        let tools: Vec<Value> = rows
+            .iter()
+            .map(|(name, file, from, digest, resolved)| {
+                json!({"name": name, "file": file, "source": from, "digest": digest, "resolved": resolved})
+            })
+            .collect();
+        writeln!(out, "{}", shown.text(&pretty(&Value::Array(tools))))?;
+        return Ok(Outcome::Success);
+    }
+    if rows.is_empty() {
+        writeln!(out, "no tools")?;
+        return Ok(Outcome::Success);
+    }
+    let rows: Vec<[String; 4]> = rows
+        .into_iter()
+        .map(|(name, file, from, digest, _)| {
+            [
+                term::cut_end(&shown.cell(&name), MAX_NAME_CELL).into_owned(),
+                term::cut_start(&shown.cell(&file), MAX_SOURCE_CELL).into_owned(),
+                shown.cell(&from).into_owned(),
+                digest.map_or_else(|| "-".to_owned(), |d| short_digest(&d)),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "FILE", "FROM", "DIGEST"].map(str::to_owned);
+    for line in table(&header, rows, 2, term::stdout_width()) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// `sha256:` and the first 12 hex digits (`--json` gives them all).
+fn short_digest(digest: &str) -> String {
+    match digest.strip_prefix("sha256:") {
+        Some(hex) => format!("sha256:{}", &hex[..hex.len().min(12)]),
+        None => digest.to_owned(),
+    }
 }
 
 /// The widest NAME and SOURCE cells of `piton list`; a longer source keeps its end.

@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 use crate::registry::Registry;
 
+mod add;
 mod build;
 mod cache;
 mod call;
@@ -25,6 +26,8 @@ mod list;
 mod load;
 mod new;
 mod out;
+mod publish;
+mod remove;
 mod serve;
 mod signal;
 
@@ -52,6 +55,10 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Show each tool's file, where it came from (piton.lock; "copied by hand"
+        /// for a file `piton add` did not put there) and its digest.
+        #[arg(long)]
+        sources: bool,
     },
     /// Call a tool once and print its result.
     Call {
@@ -133,6 +140,44 @@ enum Command {
         #[command(subcommand)]
         action: Option<cache::CacheAction>,
     },
+    /// Fetch a component into the plugins folder, check it as `piton check` does,
+    /// record where it came from and its digest in piton.lock, and print its tools.
+    Add {
+        /// oci://HOST[:PORT]/REPO:TAG, oci://HOST[:PORT]/REPO@sha256:HEX,
+        /// https://…/FILE.wasm (with --sha256), or a local FILE.wasm.
+        #[arg(value_name = "REF")]
+        reference: String,
+        /// The component's name: its file is NAME.wasm. Default: the last part of
+        /// REF without .wasm.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// The SHA-256 the component's bytes must have (required for a URL).
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Replace a file of that name that piton.lock does not record, or records
+        /// from another source.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        plugins: PluginsArg,
+    },
+    /// Delete a component `piton add` put in the plugins folder, and its piton.lock
+    /// entry.
+    Remove {
+        /// The name it was added under (`piton list --sources` shows them).
+        name: String,
+        #[command(flatten)]
+        plugins: PluginsArg,
+    },
+    /// Check a component, then push it to an OCI registry in the CNCF Wasm artifact
+    /// layout (what wkg and Wassette pull), and print the manifest's digest.
+    Publish {
+        /// The component file.
+        file: PathBuf,
+        /// Where: oci://HOST[:PORT]/REPO:TAG.
+        #[arg(value_name = "REF")]
+        target: String,
+    },
     /// Make a new tool project: one example tool, its test and a README.
     New {
         /// The language: rust, python, js or c.
@@ -188,12 +233,39 @@ fn init_logging(verbose: u8) {
 
 async fn run(command: Command) -> io::Result<Outcome> {
     match command {
-        Command::List { plugins, json } => {
+        Command::List {
+            plugins,
+            json,
+            sources: false,
+        } => {
             on_registry(plugins, false, |registry| async move {
                 list::list(&registry, json).await
             })
             .await
         }
+        Command::List {
+            plugins,
+            json,
+            sources: true,
+        } => list_sources(plugins, json).await,
+        Command::Add {
+            reference,
+            name,
+            sha256,
+            force,
+            plugins,
+        } => {
+            add::add(add::AddArgs {
+                reference,
+                name,
+                sha256,
+                force,
+                plugins,
+            })
+            .await
+        }
+        Command::Remove { name, plugins } => remove::remove(&name, plugins),
+        Command::Publish { file, target } => publish::publish(&file, &target).await,
         Command::Call {
             name,
             args,
@@ -240,6 +312,29 @@ async fn run(command: Command) -> io::Result<Outcome> {
         Command::New { lang, dir } => Ok(new::new(&lang, &dir)),
         Command::Cache { action } => cache::cache(action),
     }
+}
+
+/// `piton list --sources`: the tools, with piton.lock's record of each file.
+async fn list_sources(arg: PluginsArg, json: bool) -> io::Result<Outcome> {
+    let Some(loader) = loader(arg) else {
+        return Ok(Outcome::Usage);
+    };
+    let lock = match loader.lock_file() {
+        Some(file) => match crate::supply::lock::Lock::load(&file) {
+            Ok(lock) => lock,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(Outcome::Usage);
+            }
+        },
+        None => crate::supply::lock::Lock::default(),
+    };
+    let outcome = match load(&loader).await {
+        Some(registry) => list::sources(&registry, &lock, json).await,
+        None => Ok(Outcome::Usage),
+    };
+    loader.close().await;
+    outcome
 }
 
 /// Loads the tools `arg` names (with `consent`, the policy `serve` follows), runs

@@ -22,8 +22,9 @@
 //!
 //! `[mcp.NAME]` upstream MCP servers ([`UpstreamConfig`]), `[runtime]` sizing the wasm
 //! runtime ([`RuntimeSettings`]), `[audit]`, the audit log ([`AuditSettings`]),
-//! `[tracing]`, spans of calls sent over OTLP ([`TracingSettings`]), and `[cache]`
-//! bounding the compile cache ([`CacheSettings`]).
+//! `[tracing]`, spans of calls sent over OTLP ([`TracingSettings`]), `[cache]`
+//! bounding the compile cache ([`CacheSettings`]), and `[supply]` bounding what
+//! `piton add` fetches ([`SupplySettings`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -38,6 +39,7 @@ mod hint_overrides;
 pub mod mcp;
 pub mod pins;
 pub mod runtime;
+pub mod supply;
 pub mod tracing;
 pub(crate) mod values;
 
@@ -52,6 +54,8 @@ pub use self::mcp::{UpstreamConfig, UpstreamConnect};
 use self::pins::{Pins, RawPlugin, Sha256};
 use self::runtime::RawRuntime;
 pub use self::runtime::RuntimeSettings;
+pub use self::supply::SupplySettings;
+use self::supply::RawSupply;
 use self::tracing::{RawTracing, TracingSettings};
 use self::values::{parse_duration, parse_net_entry, parse_size};
 use crate::grants::{Grants, Mount, MountMode};
@@ -88,6 +92,8 @@ pub struct Config {
     pub cache: CacheSettings,
     /// The `[approve]` table: which calls `serve` asks the person about.
     pub approve: ApproveSettings,
+    /// The `[supply]` table: how `piton add` bounds what it fetches.
+    pub supply: SupplySettings,
 }
 
 /// What piton.toml says about one tool.
@@ -133,6 +139,8 @@ struct RawConfig {
     cache: RawCache,
     #[serde(default)]
     approve: RawApprove,
+    #[serde(default)]
+    supply: RawSupply,
 }
 
 #[derive(Deserialize)]
@@ -236,6 +244,7 @@ impl Config {
         let cache = CacheSettings::parse(raw.cache).map_err(|(k, m)| fail(k, m))?;
         let approve =
             ApproveSettings::parse(raw.approve, base, env).map_err(|(k, m)| fail(k, m))?;
+        let supply = SupplySettings::parse(raw.supply).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
@@ -246,6 +255,7 @@ impl Config {
             pins,
             cache,
             approve,
+            supply,
         })
     }
 }

@@ -88,6 +88,7 @@ impl Pins {
         Some(Pin {
             sha256,
             section: file_section(name),
+            by: PinnedBy::Config,
         })
     }
 
@@ -97,17 +98,35 @@ impl Pins {
         Some(Pin {
             sha256,
             section: format!("[tools.{name}]"),
+            by: PinnedBy::Config,
         })
     }
 }
 
-/// One pin: the digest, and the piton.toml section that gives it.
+/// One pin: the digest, and the piton.toml section (or piton.lock entry) that gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pin {
     /// The digest pinned.
     pub sha256: Sha256,
-    /// The section as written in piton.toml: `[plugins."a.wasm"]`, `[tools.a]`.
+    /// The section as written in piton.toml: `[plugins."a.wasm"]`, `[tools.a]`; for
+    /// a lock, the component's name.
     pub section: String,
+    /// Which file pins it.
+    pub by: PinnedBy,
+}
+
+/// Which file a [`Pin`] comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PinnedBy {
+    /// piton.toml: the user's own pin.
+    Config,
+    /// piton.lock: what `piton add` recorded (see `crate::supply::lock`).
+    Lock {
+        /// The lock file.
+        file: std::path::PathBuf,
+        /// Where the component was added from.
+        source: String,
+    },
 }
 
 impl Pin {
@@ -117,13 +136,23 @@ impl Pin {
         if self.sha256.matches(actual) {
             return Ok(());
         }
-        Err(LoadError {
-            plugin: plugin.clone(),
-            kind: LoadErrorKind::Pinned {
+        let kind = match &self.by {
+            PinnedBy::Config => LoadErrorKind::Pinned {
                 section: self.section.clone(),
                 pinned: self.sha256.to_string(),
                 actual: actual.to_owned(),
             },
+            PinnedBy::Lock { file, source } => LoadErrorKind::Locked {
+                lock: file.clone(),
+                name: self.section.clone(),
+                added_from: source.clone(),
+                locked: self.sha256.to_string(),
+                actual: actual.to_owned(),
+            },
+        };
+        Err(LoadError {
+            plugin: plugin.clone(),
+            kind,
         })
     }
 }

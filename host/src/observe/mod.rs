@@ -26,7 +26,7 @@ use crate::config::audit::AuditSettings;
 use crate::config::tracing::TracingSettings;
 use crate::error::{CallError, Trap};
 use crate::tool::{Tool, ToolError, ToolResult};
-pub(crate) use audit::Approval;
+pub(crate) use audit::{Approval, rfc3339};
 use audit::{AuditLog, Record};
 pub(crate) use metrics::ToolStats;
 use metrics::{ErrorKind, InFlight, Metrics};

@@ -2,14 +2,16 @@
 //! reading their components, what a load protects from the tools' own grants, and
 //! watching a folder for changes.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::config::pins::Pins;
+use crate::config::pins::{Pin, Pins};
 use crate::config::values::env_path;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::protected::Protected;
 use crate::source::ToolSource;
+use crate::supply::lock::LOCK_FILE;
 use crate::upstream::{StdioCommand, UpstreamConnect};
 use crate::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
 
@@ -92,6 +94,7 @@ pub fn protected(at: &PluginsAt, config: &Config, runtime: &WasmRuntime) -> Prot
         .chain([PathBuf::from("piton.toml")]);
     for file in files {
         protected.add("the config file", &file);
+        protected.add("the lock file", &file.with_file_name(LOCK_FILE));
     }
     let caches = runtime
         .cache_dir()
@@ -174,6 +177,17 @@ pub async fn read(
     at: &PluginsAt,
     config: &Config,
 ) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
+    read_locked(runtime, at, config, &BTreeMap::new()).await
+}
+
+/// [`read`], each file that `locked` (piton.lock's pins, by file name) names refused,
+/// unread by the engine, when its digest is not the one recorded.
+pub async fn read_locked(
+    runtime: &WasmRuntime,
+    at: &PluginsAt,
+    config: &Config,
+    locked: &BTreeMap<String, Pin>,
+) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
     let pins: &Pins = &config.pins;
     Ok(match at {
         PluginsAt::Folder(folder) => {
@@ -185,12 +199,13 @@ pub async fn read(
             let loads = files.into_iter().map(|file| {
                 let runtime = runtime.clone();
                 let source = ToolSource::File(file.clone());
-                let pin = pins.file(&file);
+                let name = file.file_name().and_then(|name| name.to_str());
+                let lock_pin = name.and_then(|name| locked.get(name)).cloned();
+                let pins: Vec<Pin> = pins.file(&file).into_iter().chain(lock_pin).collect();
                 let check = check.clone();
                 (source, async move {
-                    runtime
-                        .load_file_checked(&file, pin.as_ref(), Some(check))
-                        .await
+                    let pins: Vec<&Pin> = pins.iter().collect();
+                    runtime.load_file_checked(&file, &pins, Some(check)).await
                 })
             });
             on_every_core(loads).await

@@ -56,19 +56,20 @@ impl WasmRuntime {
         pin: Option<&Pin>,
     ) -> Result<Vec<WasmTool>, LoadError> {
         match what {
-            LoadFrom::File(path) => self.load_file_checked(&path, pin, None).await,
-            LoadFrom::Bytes(source, bytes) => self.load_bytes(source, bytes, pin).await,
+            LoadFrom::File(path) => self.load_file_checked(&path, pin.as_slice(), None).await,
+            LoadFrom::Bytes(source, bytes) => self.load_bytes(source, bytes, pin.as_slice()).await,
         }
     }
 
     /// [`WasmRuntime::load`] of the file `path`, with `check` run on the file opened
     /// before any byte of it is read: an error it gives refuses the file (as
     /// [`LoadErrorKind::Invalid`]). The plugins folder checks there what the file is
-    /// (its links, see `plugins::entry`).
+    /// (its links, see `plugins::entry`). Every pin of `pins` (piton.toml's, piton.lock's)
+    /// must hold.
     pub(crate) async fn load_file_checked(
         &self,
         path: &Path,
-        pin: Option<&Pin>,
+        pins: &[&Pin],
         check: Option<FileCheck>,
     ) -> Result<Vec<WasmTool>, LoadError> {
         let source = ToolSource::File(path.to_path_buf());
@@ -91,12 +92,12 @@ impl WasmRuntime {
         };
         match opened {
             Ok(Opened::Cached(component, info)) => {
-                if let Some(pin) = pin {
+                for pin in pins {
                     pin.check(&source, &info.sha256)?;
                 }
                 self.tools_of(source, component, info).await
             }
-            Ok(Opened::Bytes(bytes)) => self.load_bytes(source, bytes, pin).await,
+            Ok(Opened::Bytes(bytes)) => self.load_bytes(source, bytes, pins).await,
             Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
             Err(Unreadable::Io(e)) => Err(fail(LoadErrorKind::Io(e))),
             Err(Unreadable::Refused(why)) => Err(fail(LoadErrorKind::Invalid(why.to_string()))),
@@ -109,7 +110,7 @@ impl WasmRuntime {
         &self,
         source: ToolSource,
         bytes: Vec<u8>,
-        pin: Option<&Pin>,
+        pins: &[&Pin],
     ) -> Result<Vec<WasmTool>, LoadError> {
         let fail = |kind| LoadError {
             plugin: source.clone(),
@@ -123,11 +124,11 @@ impl WasmRuntime {
             )))
         };
         let runtime = self.clone();
-        let pinned = pin.map(|pin| pin.sha256);
+        let pinned: Vec<_> = pins.iter().map(|pin| pin.sha256).collect();
         // The digest of exactly these bytes, the ones compiled below.
         let (bytes, sha256, cached) = tokio::task::spawn_blocking(move || {
             let sha256 = hex::encode(Sha256::digest(&bytes));
-            let refused = pinned.is_some_and(|pinned| !pinned.matches(&sha256));
+            let refused = pinned.iter().any(|pinned| !pinned.matches(&sha256));
             let cached = if refused {
                 None
             } else {
@@ -137,7 +138,7 @@ impl WasmRuntime {
         })
         .await
         .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?;
-        if let Some(pin) = pin {
+        for pin in pins {
             pin.check(&source, &sha256)?;
         }
         if let Some(problem) = diagnose::header_problem(&bytes) {

@@ -1,0 +1,290 @@
+//! `piton add` and `piton remove` as a library: fetch into a temporary file of the
+//! plugins folder, check the component as `piton check` does, record it in
+//! piton.lock, rename it into place as `NAME.wasm`. Each step is public, so that a
+//! caller can put its own between them (a signature check before [`Add::install`],
+//! a permission diff before an update's install).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::pins::Sha256;
+use crate::supply::fetch::fetch;
+use crate::supply::fetched::{FetchError, FetchLimits, Fetched};
+use crate::supply::lock::{Lock, LockEntry, LockError, check_name};
+use crate::supply::reference::{RefError, Reference};
+use crate::wasm::WasmRuntime;
+use crate::wasm::check::Checked;
+
+/// How to add components to one plugins folder.
+#[derive(Clone, Debug)]
+pub struct Add {
+    runtime: WasmRuntime,
+    folder: PathBuf,
+    lock: PathBuf,
+    limits: FetchLimits,
+    force: bool,
+}
+
+/// A component added.
+#[derive(Debug)]
+pub struct Added {
+    /// Its name in the lock.
+    pub name: String,
+    /// What the lock records.
+    pub entry: LockEntry,
+    /// What checking it found: its tools and imports (their sources name the
+    /// temporary file it was checked in).
+    pub checked: Checked,
+    /// Whether it replaced a file of that name.
+    pub replaced: bool,
+}
+
+/// Why a component was not added or removed; nothing in the plugins folder changed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddError {
+    /// The reference does not parse.
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    /// The fetch failed.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// piton.lock cannot be read or written.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// No name can be made from the reference, or `--name` is not one.
+    #[error("{reference}: {why}; give another with --name NAME")]
+    Name {
+        /// The reference.
+        reference: String,
+        /// Why.
+        why: String,
+    },
+    /// The file is there and the lock does not record it.
+    #[error(
+        "{reference}: {} is there already and piton.lock does not record it (it was \
+         copied by hand); nothing was changed: pass --force to replace it, or --name to \
+         add this one under another name", .file.display()
+    )]
+    NotRecorded {
+        /// The reference.
+        reference: String,
+        /// The file there.
+        file: PathBuf,
+    },
+    /// The lock records the name as added from elsewhere.
+    #[error(
+        "{reference}: piton.lock records {name} as added from {was}; nothing was changed: \
+         pass --force to replace it, or --name to add this one under another name"
+    )]
+    OtherSource {
+        /// The reference.
+        reference: String,
+        /// The name.
+        name: String,
+        /// Where the lock says it came from.
+        was: String,
+    },
+    /// The component does not load as a piton tool.
+    #[error("{reference}: it does not load as a piton tool, so it was not added: {why}")]
+    Check {
+        /// The reference.
+        reference: String,
+        /// Why, as `piton check` says it.
+        why: String,
+    },
+    /// The file cannot be put in place or removed.
+    #[error("{}: {error}", .file.display())]
+    Io {
+        /// The file.
+        file: PathBuf,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// `piton remove` of a name the lock does not record.
+    #[error(
+        "{} records no component named {name}; `piton list --sources` shows what was \
+         added, and a file copied by hand is removed by hand", .lock.display()
+    )]
+    NotAdded {
+        /// The name.
+        name: String,
+        /// The lock file.
+        lock: PathBuf,
+    },
+}
+
+impl Add {
+    /// Adds into the plugins `folder`, recording in the `lock` file, checking with
+    /// `runtime`; the default limits, no `--force`.
+    pub fn new(runtime: WasmRuntime, folder: PathBuf, lock: PathBuf) -> Self {
+        Self {
+            runtime,
+            folder,
+            lock,
+            limits: FetchLimits::default(),
+            force: false,
+        }
+    }
+
+    /// Bounds each fetch by `limits` (piton.toml's `[supply]`).
+    #[must_use]
+    pub fn with_limits(mut self, limits: FetchLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// With `force`, a file there that the lock does not record (or records from
+    /// another source) is replaced.
+    #[must_use]
+    pub fn with_force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+
+    /// All of `piton add`: [`Add::fetch`], [`Add::check`], [`Add::install`] (no
+    /// signer). `given` is the reference as written (what the lock records),
+    /// `expected` the `--sha256`, `name` the `--name`.
+    pub async fn run(
+        &self,
+        reference: &Reference,
+        given: &str,
+        expected: Option<Sha256>,
+        name: Option<&str>,
+    ) -> Result<Added, AddError> {
+        let name = self.name_for(reference, given, name)?;
+        self.may_write(given, &name)?;
+        let fetched = self.fetch(reference, given, expected).await?;
+        let checked = self.check(&fetched, given).await?;
+        let (entry, replaced) = self.install(&name, fetched, given, None)?;
+        Ok(Added {
+            name,
+            entry,
+            checked,
+            replaced,
+        })
+    }
+
+    /// The name to add `reference` under: `name` if given, else its default one.
+    pub fn name_for(
+        &self,
+        reference: &Reference,
+        given: &str,
+        name: Option<&str>,
+    ) -> Result<String, AddError> {
+        let fail = |why: String| AddError::Name {
+            reference: given.to_owned(),
+            why,
+        };
+        let name = match name {
+            Some(name) => name.to_owned(),
+            None => reference
+                .default_name()
+                .ok_or_else(|| fail("no component name can be made from it".to_owned()))?,
+        };
+        check_name(&name).map_err(fail)?;
+        Ok(name)
+    }
+
+    /// `Ok` when `name` may be written from `given`: no file of that name, or one the
+    /// lock records from the same source, or `--force`.
+    pub fn may_write(&self, given: &str, name: &str) -> Result<(), AddError> {
+        if self.force {
+            return Ok(());
+        }
+        let lock = Lock::load(&self.lock)?;
+        let file = self.folder.join(format!("{name}.wasm"));
+        match lock.components.get(name) {
+            Some(entry) if entry.source != given => Err(AddError::OtherSource {
+                reference: given.to_owned(),
+                name: name.to_owned(),
+                was: entry.source.clone(),
+            }),
+            Some(_) => Ok(()),
+            None if file.symlink_metadata().is_ok() => Err(AddError::NotRecorded {
+                reference: given.to_owned(),
+                file,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Fetches `reference` into a temporary file of the plugins folder.
+    pub async fn fetch(
+        &self,
+        reference: &Reference,
+        given: &str,
+        expected: Option<Sha256>,
+    ) -> Result<Fetched, AddError> {
+        Ok(fetch(reference, given, expected, &self.folder, self.limits).await?)
+    }
+
+    /// Checks the fetched component as `piton check` does.
+    pub async fn check(&self, fetched: &Fetched, given: &str) -> Result<Checked, AddError> {
+        self.runtime
+            .check_file(fetched.temp.path())
+            .await
+            .map_err(|e| AddError::Check {
+                reference: given.to_owned(),
+                why: e.kind.to_string(),
+            })
+    }
+
+    /// Records `fetched` in the lock as `name` from `given`, signed by `signer` if
+    /// known, then renames it into place as `NAME.wasm`. The lock is written first: if
+    /// the rename fails, the lock is put back; if piton stops between the two, the
+    /// lock names bytes the old file does not have, and the loader refuses it.
+    /// Gives the entry and whether a file was replaced.
+    pub fn install(
+        &self,
+        name: &str,
+        fetched: Fetched,
+        given: &str,
+        signer: Option<String>,
+    ) -> Result<(LockEntry, bool), AddError> {
+        let file_name = format!("{name}.wasm");
+        let target = self.folder.join(&file_name);
+        let before = Lock::load(&self.lock)?;
+        let mut lock = before.clone();
+        // A name that took this file before gives it up (a lock maps a file once).
+        lock.components.retain(|_, entry| entry.file != file_name);
+        let entry = LockEntry {
+            file: file_name,
+            source: given.to_owned(),
+            digest: fetched.digest(),
+            resolved: fetched.resolved.clone(),
+            signer,
+            added_at: crate::observe::rfc3339(std::time::SystemTime::now()),
+        };
+        lock.components.insert(name.to_owned(), entry.clone());
+        lock.save(&self.lock)?;
+        let replaced = target.symlink_metadata().is_ok();
+        if let Err(e) = fetched.temp.persist(&target) {
+            let _ = before.save(&self.lock);
+            return Err(AddError::Io {
+                file: target,
+                error: e.error,
+            });
+        }
+        Ok((entry, replaced))
+    }
+}
+
+/// `piton remove NAME`: deletes the file the lock records for `name` in `folder`,
+/// then its entry; gives the entry.
+pub fn remove(folder: &Path, lock_file: &Path, name: &str) -> Result<LockEntry, AddError> {
+    let mut lock = Lock::load(lock_file)?;
+    let Some(entry) = lock.components.remove(name) else {
+        return Err(AddError::NotAdded {
+            name: name.to_owned(),
+            lock: lock_file.to_path_buf(),
+        });
+    };
+    let file = folder.join(&entry.file);
+    match std::fs::remove_file(&file) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(AddError::Io { file, error }),
+    }
+    lock.save(lock_file)?;
+    Ok(entry)
+}

@@ -1,0 +1,159 @@
+//! What a fetch gives (a checked temporary file in the plugins folder) and why one
+//! fails, shared by the ways of fetching (URL, path, OCI registry).
+
+use std::path::Path;
+
+use crate::limits::format_size;
+
+
+/// How a fetch is bounded: piton.toml's `[supply]` table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchLimits {
+    /// The most bytes the component may have.
+    pub max_size: u64,
+}
+
+impl Default for FetchLimits {
+    fn default() -> Self {
+        Self {
+            max_size: crate::config::supply::DEFAULT_MAX_SIZE,
+        }
+    }
+}
+
+/// A component fetched into a temporary file of the plugins folder: renamed into
+/// place ([`Fetched::persist`]) once checked, removed when dropped otherwise.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The temporary file (its name does not end in `.wasm`, so no load reads it).
+    pub temp: tempfile::NamedTempFile,
+    /// The SHA-256 of its bytes, in hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// For an OCI reference, the manifest digest it resolved to (`sha256:HEX`).
+    pub resolved: Option<String>,
+}
+
+impl Fetched {
+    /// `sha256:HEX` of the bytes, as piton.lock records it.
+    pub fn digest(&self) -> String {
+        format!("sha256:{}", self.sha256)
+    }
+}
+
+/// A fetch that failed: the reference and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{reference}: {problem}")]
+pub struct FetchError {
+    /// The reference as written.
+    pub reference: String,
+    /// Why it failed.
+    pub problem: FetchProblem,
+}
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchProblem {
+    /// The HTTP client could not be set up.
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(String),
+    /// The request failed in transport.
+    #[error("cannot fetch {url}: {error}")]
+    Request {
+        /// The URL.
+        url: String,
+        /// The transport's error.
+        error: String,
+    },
+    /// An answer that is not a success.
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
+    /// A redirect not followed.
+    #[error("refused a redirect from {from} to {to}: {why}; fetch from where it leads, if you trust it")]
+    Redirect {
+        /// Where it was asked.
+        from: String,
+        /// Where it leads.
+        to: String,
+        /// Why it was refused.
+        why: &'static str,
+    },
+    /// More bytes than the limit.
+    #[error(
+        "{what} is {}, over the limit of {}; raise [supply] max_size in piton.toml if you \
+         trust it",
+        format_size(*size),
+        format_size(*limit)
+    )]
+    TooLarge {
+        /// What: "the component", "the manifest".
+        what: &'static str,
+        /// Its size, or what was read before stopping.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Bytes whose digest is not the one expected.
+    #[error("{what} has digest {found}, but {expected} was expected; nothing was kept")]
+    Digest {
+        /// What: "the component", "the manifest", "the layer".
+        what: &'static str,
+        /// The digest expected.
+        expected: String,
+        /// The digest of the bytes.
+        found: String,
+    },
+    /// A tag that named another manifest when it was pulled by its digest.
+    #[error(
+        "the tag {tag} resolved to {resolved}, but the manifest the registry gave for that \
+         digest is {found}: the tag moved during the pull (or the registry is broken); \
+         nothing was kept, try again"
+    )]
+    TagMoved {
+        /// The tag.
+        tag: String,
+        /// What the tag resolved to first.
+        resolved: String,
+        /// The digest of the manifest then given.
+        found: String,
+    },
+    /// A manifest of another kind than one Wasm component.
+    #[error("{0}")]
+    Manifest(String),
+    /// The registry refused or failed the token handshake or a push.
+    #[error("the registry: {0}")]
+    Registry(String),
+    /// A local file that cannot be read.
+    #[error("cannot read it: {0}")]
+    Read(#[source] std::io::Error),
+    /// The temporary file cannot be written.
+    #[error("cannot write the plugins folder: {0}")]
+    Write(#[source] std::io::Error),
+}
+
+/// A new temporary file in `folder`, named so that no load reads it.
+pub(crate) fn temp_in(folder: &Path) -> Result<tempfile::NamedTempFile, FetchProblem> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".piton-add-").suffix(".part");
+    readable(&mut builder);
+    builder.tempfile_in(folder).map_err(FetchProblem::Write)
+}
+
+/// Files piton puts in the plugins folder are readable by all, as a file copied there
+/// would be (a temporary file is otherwise only its owner's).
+pub(crate) fn readable(builder: &mut tempfile::Builder<'_, '_>) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    #[cfg(not(unix))]
+    let _ = builder;
+}

@@ -1,0 +1,27 @@
+//! Where plugins come from and how they get into the plugins folder: references
+//! (`oci://…`, `https://…`, a path), fetching them with every byte checked, OCI
+//! registries (pull and publish), and `piton.lock`, the record of what was added
+//! from where, which the loader holds each file of the plugins folder to.
+//!
+//! ```no_run
+//! use piton_host::supply::{add::Add, reference::Reference};
+//! use piton_host::wasm::{RuntimeConfig, WasmRuntime};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let given = "oci://127.0.0.1:5000/tools/word-count:1.0";
+//! let reference = Reference::parse(given, None)?;
+//! let runtime = WasmRuntime::new(RuntimeConfig::default())?;
+//! let add = Add::new(runtime, "plugins".into(), "plugins/piton.lock".into());
+//! let added = add.run(&reference, given, None, None).await?;
+//! println!("{}: {} ({})", added.name, added.entry.file, added.entry.digest);
+//! # Ok(()) }
+//! ```
+
+pub mod add;
+pub mod artifact;
+pub mod fetch;
+pub mod fetched;
+mod http;
+pub mod lock;
+pub mod oci;
+pub mod reference;

@@ -1,0 +1,229 @@
+//! OCI registries: pulling a Wasm component artifact and publishing one, through
+//! `oci_client` (references, the token handshake, pushes).
+//!
+//! A pull resolves a tag to a manifest digest once (HEAD), then fetches the
+//! manifest by that digest and checks the bytes against it, so a tag that moves
+//! meanwhile cannot mix two versions. Manifest and layer are fetched by piton's own
+//! bounded client (see `supply::http`): read a chunk at a time under a limit,
+//! hashed as they arrive, redirects only on the same host.
+
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, RegistryOperation};
+
+use crate::supply::artifact::{self, MANIFEST_ACCEPT, MANIFEST_MEDIA_TYPE, MAX_MANIFEST};
+use crate::supply::fetched::{FetchLimits, FetchProblem, Fetched};
+use crate::supply::http::{Http, header};
+use crate::supply::reference::OciRef;
+
+/// What `piton publish` pushed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// The manifest's digest (`sha256:HEX`): pull by it to get exactly these bytes.
+    pub manifest: String,
+    /// The component layer's digest.
+    pub layer: String,
+    /// The component's size in bytes.
+    pub size: u64,
+}
+
+/// The `oci_client` client for `registry`: plain HTTP to a loopback registry only,
+/// rustls with ring (installed as the process's default provider, which the
+/// client's reqwest needs).
+fn client(registry: &OciRef) -> Result<Client, FetchProblem> {
+    // Err: a provider is installed already, which is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let protocol = if registry.is_loopback() {
+        ClientProtocol::Http
+    } else {
+        ClientProtocol::Https
+    };
+    Client::try_from(ClientConfig {
+        protocol,
+        connect_timeout: Some(std::time::Duration::from_secs(30)),
+        read_timeout: Some(std::time::Duration::from_secs(60)),
+        ..ClientConfig::default()
+    })
+    .map_err(|e| FetchProblem::Client(e.to_string()))
+}
+
+/// The headers of a pull: the bearer token the registry gave for anonymous pulls,
+/// if it asks for one.
+async fn pull_headers(oci: &OciRef) -> Result<HeaderMap, FetchProblem> {
+    let client = client(oci)?;
+    let token = client
+        .auth(&oci.to_client(), &RegistryAuth::Anonymous, RegistryOperation::Pull)
+        .await
+        .map_err(|e| FetchProblem::Registry(format!("the token handshake failed: {e}")))?;
+    let mut headers = HeaderMap::new();
+    if let Some(token) = token {
+        let value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| FetchProblem::Registry("its token is not a header value".into()))?;
+        headers.insert(AUTHORIZATION, value);
+    }
+    Ok(headers)
+}
+
+/// Pulls the component `oci` names into `temp`.
+pub(crate) async fn pull(
+    oci: &OciRef,
+    temp: tempfile::NamedTempFile,
+    limits: FetchLimits,
+) -> Result<Fetched, FetchProblem> {
+    let http = Http::new()?;
+    let auth = pull_headers(oci).await?;
+    let base = format!("{}/v2/{}", oci.base_url(), oci.repository);
+    let mut accept = auth.clone();
+    accept.insert(ACCEPT, HeaderValue::from_static(MANIFEST_ACCEPT));
+    let (digest, by_tag) = match (&oci.digest, &oci.tag) {
+        (Some(digest), _) => (digest.clone(), None),
+        (None, Some(tag)) => {
+            let url = format!("{base}/manifests/{tag}");
+            let head = http.send(&url, accept.clone(), true).await?;
+            match header(head.headers(), "docker-content-digest") {
+                Some(digest) => {
+                    let digest = crate::supply::reference::parse_digest(digest).map_err(|e| {
+                        FetchProblem::Registry(format!("its Docker-Content-Digest: {e}"))
+                    })?;
+                    (digest, Some(tag.clone()))
+                }
+                // No digest given: one GET by tag, whose bytes are then the manifest.
+                None => {
+                    let (bytes, content_type) = get_manifest(&http, &url, accept.clone()).await?;
+                    let digest = artifact::digest_of(&bytes);
+                    return pull_layer(&http, &base, &auth, &bytes, content_type, digest, temp, limits)
+                        .await;
+                }
+            }
+        }
+        (None, None) => {
+            return Err(FetchProblem::Manifest(
+                "name a tag or a digest to pull".to_owned(),
+            ));
+        }
+    };
+    let url = format!("{base}/manifests/{digest}");
+    let (bytes, content_type) = get_manifest(&http, &url, accept).await?;
+    let found = artifact::digest_of(&bytes);
+    if found != digest {
+        return Err(match by_tag {
+            Some(tag) => FetchProblem::TagMoved {
+                tag,
+                resolved: digest,
+                found,
+            },
+            None => FetchProblem::Digest {
+                what: "the manifest",
+                expected: digest,
+                found,
+            },
+        });
+    }
+    pull_layer(&http, &base, &auth, &bytes, content_type, digest, temp, limits).await
+}
+
+/// The manifest at `url`: its bytes (at most [`MAX_MANIFEST`]) and Content-Type.
+async fn get_manifest(
+    http: &Http,
+    url: &str,
+    headers: HeaderMap,
+) -> Result<(Vec<u8>, Option<String>), FetchProblem> {
+    let response = http.send(url, headers, false).await?;
+    let content_type = header(response.headers(), CONTENT_TYPE.as_str()).map(str::to_owned);
+    let bytes = Http::small_body(response, MAX_MANIFEST, "the manifest").await?;
+    Ok((bytes, content_type))
+}
+
+/// The component layer of `manifest` (whose digest is `digest`) into `temp`.
+#[allow(clippy::too_many_arguments)]
+async fn pull_layer(
+    http: &Http,
+    base: &str,
+    auth: &HeaderMap,
+    manifest: &[u8],
+    content_type: Option<String>,
+    digest: String,
+    mut temp: tempfile::NamedTempFile,
+    limits: FetchLimits,
+) -> Result<Fetched, FetchProblem> {
+    let layer = artifact::component_layer(manifest, content_type.as_deref())?;
+    let declared = u64::try_from(layer.size).unwrap_or(0);
+    if declared > limits.max_size {
+        return Err(FetchProblem::TooLarge {
+            what: "the component layer",
+            size: declared,
+            limit: limits.max_size,
+        });
+    }
+    let url = format!("{base}/blobs/{}", layer.digest);
+    let response = http.send(&url, auth.clone(), false).await?;
+    // No more than the manifest says: a longer answer stops there.
+    let written = Http::to_file(response, temp.as_file_mut(), declared)
+        .await
+        .map_err(|e| match e {
+            FetchProblem::TooLarge { size, .. } => FetchProblem::Manifest(format!(
+                "the registry sent more than the {declared} bytes the manifest gives the \
+                 component layer ({size} and more); nothing was kept"
+            )),
+            other => other,
+        })?;
+    let found = format!("sha256:{}", written.sha256);
+    if found != layer.digest.to_ascii_lowercase() {
+        return Err(FetchProblem::Digest {
+            what: "the component layer",
+            expected: layer.digest,
+            found,
+        });
+    }
+    Ok(Fetched {
+        temp,
+        sha256: written.sha256,
+        size: written.size,
+        resolved: Some(digest),
+    })
+}
+
+/// Pushes the component `wasm` to `oci` in the CNCF Wasm layout (see
+/// [`artifact`]), made at `created` (RFC 3339), its layer titled `title` (the file
+/// name); gives the manifest's digest.
+pub async fn publish(
+    oci: &OciRef,
+    wasm: Vec<u8>,
+    created: &str,
+    title: Option<&str>,
+) -> Result<Published, FetchProblem> {
+    let client = client(oci)?;
+    let reference = oci.to_client();
+    let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
+        FetchProblem::Registry(format!("{what} failed: {e}"))
+    };
+    client
+        .auth(&reference, &RegistryAuth::Anonymous, RegistryOperation::Push)
+        .await
+        .map_err(|e| failed("the token handshake", e))?;
+    let config = artifact::config_json(&wasm, created, None);
+    let manifest = artifact::manifest_json(&wasm, &config, created, title);
+    let layer = artifact::digest_of(&wasm);
+    let size = wasm.len() as u64;
+    client
+        .push_blob(&reference, wasm, &layer)
+        .await
+        .map_err(|e| failed("pushing the component", e))?;
+    let config_digest = artifact::digest_of(&config);
+    client
+        .push_blob(&reference, config, &config_digest)
+        .await
+        .map_err(|e| failed("pushing the config", e))?;
+    let digest = artifact::digest_of(&manifest);
+    client
+        .push_manifest_raw(&reference, manifest, HeaderValue::from_static(MANIFEST_MEDIA_TYPE))
+        .await
+        .map_err(|e| failed("pushing the manifest", e))?;
+    Ok(Published {
+        manifest: digest,
+        layer,
+        size,
+    })
+}
