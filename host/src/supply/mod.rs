@@ -1,7 +1,11 @@
 //! Where plugins come from and how they get into the plugins folder: references
 //! (`oci://…`, `https://…`, a path), fetching them with every byte checked, OCI
 //! registries (pull and publish), and `piton.lock`, the record of what was added
-//! from where, which the loader holds each file of the plugins folder to.
+//! from where, which the loader holds each file of the plugins folder to; and what
+//! trusting a component means: its permission profile (its tools, hints, input
+//! schemas and the capabilities its imports could use, with what piton.toml grants
+//! each tool), and the permission diff between two versions of a component that
+//! `piton update` shows before it replaces one.
 //!
 //! ```no_run
 //! use piton_host::supply::{add::Add, reference::Reference};
@@ -17,11 +21,19 @@
 //! # Ok(()) }
 //! ```
 
+
 pub mod add;
 pub mod artifact;
+pub mod capability;
+pub mod diff;
+#[cfg(test)]
+mod diff_tests;
 pub mod fetch;
 pub mod fetched;
+pub mod grant;
 mod http;
 pub mod lock;
 pub mod oci;
+pub mod profile;
 pub mod reference;
+pub mod schema_diff;

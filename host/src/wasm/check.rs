@@ -57,7 +57,13 @@ impl WasmRuntime {
     /// Loads the component in `path` as a load does, without adding it anywhere, and
     /// says what each of its imports would give a call.
     pub async fn check_file(&self, path: &Path) -> Result<Checked, LoadError> {
-        let tools = self.load(LoadFrom::File(path.to_path_buf()), None).await?;
+        self.check(LoadFrom::File(path.to_path_buf())).await
+    }
+
+    /// [`WasmRuntime::check_file`] of a file or of a component's bytes (fetched, not
+    /// yet written anywhere).
+    pub async fn check(&self, what: LoadFrom) -> Result<Checked, LoadError> {
+        let tools = self.load(what, None).await?;
         // What a registry checks when the tool joins it: the name, the sizes, and
         // the input schema (an object schema, and what checking it may cost).
         for tool in &tools {

@@ -88,6 +88,12 @@ impl WasmTool {
         self.instances.in_toolbox()
     }
 
+    /// Whether the tool's `hints-for` may answer anything but none: always for a
+    /// `plugin` (the world exports it), as declared for a toolbox's tool.
+    pub fn has_hints_for(&self) -> bool {
+        self.instances.has_hints_for()
+    }
+
     /// The limits each call runs under.
     pub fn limits(&self) -> &Limits {
         &self.limits
