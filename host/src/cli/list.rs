@@ -68,7 +68,11 @@ pub(super) async fn list(registry: &Registry, as_json: bool) -> io::Result<Outco
 
 /// `piton list --sources`: each tool, its file, where `lock` says the file came
 /// from ("copied by hand" when it does not record it) and its digest.
-pub(super) async fn sources(registry: &Registry, lock: &Lock, as_json: bool) -> io::Result<Outcome> {
+pub(super) async fn sources(
+    registry: &Registry,
+    lock: &Lock,
+    as_json: bool,
+) -> io::Result<Outcome> {
     let listing = registry.list().await;
     for error in &listing.errors {
         say(format_args!("warning: {error}"));
@@ -78,7 +82,9 @@ pub(super) async fn sources(registry: &Registry, lock: &Lock, as_json: bool) -> 
         .iter()
         .map(|tool| {
             let name = tool.spec().name.clone();
-            let digest = tool.sandbox().map(|s| format!("sha256:{}", s.component.sha256));
+            let digest = tool
+                .sandbox()
+                .map(|s| format!("sha256:{}", s.component.sha256));
             match tool.source() {
                 ToolSource::File(path) => {
                     let file = path.file_name().map(|f| f.to_string_lossy().into_owned());

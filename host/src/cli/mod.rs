@@ -30,6 +30,7 @@ mod publish;
 mod remove;
 mod serve;
 mod signal;
+mod update;
 
 use load::{PluginsArg, load, loader};
 use out::Outcome;
@@ -161,6 +162,24 @@ enum Command {
         #[command(flatten)]
         plugins: PluginsArg,
     },
+    /// Fetch each added component's source again (an OCI tag resolves anew); for a
+    /// new version, show its permission diff and ask before replacing the file.
+    Update {
+        /// Only this component (its name in piton.lock). Default: every one.
+        name: Option<String>,
+        /// With NAME from a URL: the SHA-256 of the new version's bytes.
+        #[arg(long, value_name = "HEX", requires = "name")]
+        sha256: Option<String>,
+        /// Replace without asking when nothing gets weaker (for scripts).
+        #[arg(long)]
+        yes: bool,
+        /// Weaker changes (a hint dropped, a new capability, a new tool) may be taken
+        /// too; with --yes, without asking.
+        #[arg(long)]
+        allow_weaker: bool,
+        #[command(flatten)]
+        plugins: PluginsArg,
+    },
     /// Delete a component `piton add` put in the plugins folder, and its piton.lock
     /// entry.
     Remove {
@@ -260,6 +279,21 @@ async fn run(command: Command) -> io::Result<Outcome> {
                 name,
                 sha256,
                 force,
+                plugins,
+            })
+            .await
+        }
+        Command::Update {
+            name,
+            sha256,
+            yes,
+            allow_weaker,
+            plugins,
+        } => {
+            update::update(update::UpdateArgs {
+                name,
+                sha256,
+                consent: crate::supply::update::Consent { yes, allow_weaker },
                 plugins,
             })
             .await

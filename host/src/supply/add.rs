@@ -141,6 +141,11 @@ impl Add {
         self
     }
 
+    /// The plugins folder it adds into.
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
     /// All of `piton add`: [`Add::fetch`], [`Add::check`], [`Add::install`] (no
     /// signer). `given` is the reference as written (what the lock records),
     /// `expected` the `--sha256`, `name` the `--name`.

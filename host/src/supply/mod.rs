@@ -21,7 +21,6 @@
 //! # Ok(()) }
 //! ```
 
-
 pub mod add;
 pub mod artifact;
 pub mod capability;
@@ -37,3 +36,4 @@ pub mod oci;
 pub mod profile;
 pub mod reference;
 pub mod schema_diff;
+pub mod update;

@@ -36,6 +36,7 @@ use crate::limits::format_size_about;
 use crate::source::ToolSource;
 use crate::term::{cut_end, escape};
 use crate::tool::Tool as _;
+use crate::wasm::check::Checked;
 use crate::wasm::{LoadFrom, WasmRuntime};
 
 /// The most characters of a description a profile shows (its first line).
@@ -120,6 +121,12 @@ impl Profile {
 
     async fn of(what: LoadFrom, file: &Path, runtime: &WasmRuntime) -> Result<Self, ProfileError> {
         let checked = runtime.check(what).await?;
+        Ok(Self::of_checked(file, &checked))
+    }
+
+    /// The profile of a component already checked (as `piton add` checks what it
+    /// fetched), named `file`.
+    pub fn of_checked(file: &Path, checked: &Checked) -> Self {
         let info = checked.tools.first().map(|t| t.info().clone());
         let mut tools: Vec<ToolProfile> = checked
             .tools
@@ -141,14 +148,14 @@ impl Profile {
             Some(info) => (info.sha256, info.size, info.imports),
             None => Default::default(),
         };
-        Ok(Self {
+        Self {
             file: file.to_path_buf(),
             sha256,
             size,
             world: checked.world.to_owned(),
             tools,
             imports: Imports::of(imports.iter().map(String::as_str)),
-        })
+        }
     }
 
     /// Its tool `name`.

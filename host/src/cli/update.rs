@@ -1,0 +1,162 @@
+//! `piton update [NAME]`: fetch each added component's source again, and for a new
+//! version show its permission diff and ask before replacing the file; see
+//! [`crate::supply::update`].
+
+use std::io::{self, BufRead as _, IsTerminal as _, Write};
+
+use super::add::place;
+use super::load::PluginsArg;
+use super::out::{Outcome, say};
+use crate::supply::add::Add;
+use crate::supply::fetched::FetchLimits;
+use crate::supply::lock::Lock;
+use crate::supply::update::{Changed, Consent, Decision, Found, check};
+use crate::term::Shown;
+use crate::wasm::{RuntimeConfig, WasmRuntime};
+
+/// `piton update`'s flags.
+pub(super) struct UpdateArgs {
+    pub(super) name: Option<String>,
+    pub(super) sha256: Option<String>,
+    pub(super) consent: Consent,
+    pub(super) plugins: PluginsArg,
+}
+
+pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
+    let place = match place(args.plugins) {
+        Ok(place) => place,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Outcome::Usage);
+        }
+    };
+    let lock = match Lock::load(&place.lock) {
+        Ok(lock) => lock,
+        Err(e) => {
+            say(format_args!("error: {e}"));
+            return Ok(Outcome::ErrorResult);
+        }
+    };
+    let names: Vec<String> = match &args.name {
+        Some(name) if !lock.components.contains_key(name) => {
+            say(format_args!(
+                "error: {} records no component named {name}; `piton list --sources` shows \
+                 what was added",
+                place.lock.display()
+            ));
+            return Ok(Outcome::Usage);
+        }
+        Some(name) => vec![name.clone()],
+        None => lock.components.keys().cloned().collect(),
+    };
+    if names.is_empty() {
+        println!(
+            "nothing to update: {} records no component (`piton add REF` adds one)",
+            place.lock.display()
+        );
+        return Ok(Outcome::Success);
+    }
+    let runtime = match WasmRuntime::new(RuntimeConfig::default()) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(Outcome::Stopped);
+        }
+    };
+    let limits = FetchLimits {
+        max_size: place.config.supply.max_size,
+    };
+    let add =
+        Add::new(runtime.clone(), place.folder.clone(), place.lock.clone()).with_limits(limits);
+    let mut outcome = Outcome::Success;
+    let shown = Shown::stdout();
+    for name in names {
+        let Some(entry) = lock.components.get(&name) else {
+            continue;
+        };
+        let found = check(&add, &runtime, &name, entry, args.sha256.as_deref()).await;
+        let changed = match found {
+            Ok(Found::UpToDate) => {
+                println!("{name}: up to date ({})", entry.digest);
+                continue;
+            }
+            Ok(Found::Pinned(why)) => {
+                println!("{name}: pinned ({}): {why}", entry.digest);
+                continue;
+            }
+            Ok(Found::Changed(changed)) => changed,
+            Err(e) => {
+                say(format_args!(
+                    "error: {name}: {e}; the file in place is kept"
+                ));
+                outcome = Outcome::ErrorResult;
+                continue;
+            }
+        };
+        println!("{name}: a new version from {}", shown.cell(&entry.source));
+        if let Some(why) = &changed.old_missing {
+            println!("  the file in place has no profile ({why}): every tool counts as new");
+        }
+        print!("{}", changed.diff);
+        let decision = match args.consent.settle(&changed.diff) {
+            Some(decision) => decision,
+            None => ask(&name, &changed)?,
+        };
+        match decision {
+            Decision::Take => {
+                let new = changed.fetched.digest();
+                match add.install(&name, changed.fetched, &entry.source, None) {
+                    Ok(_) => println!("{name}: updated {} → {new}", entry.digest),
+                    Err(e) => {
+                        say(format_args!(
+                            "error: {name}: {e}; the file in place is kept"
+                        ));
+                        outcome = Outcome::ErrorResult;
+                    }
+                }
+            }
+            Decision::Keep => {
+                let refused = changed.diff.has_weakenings() && args.consent.yes;
+                let unasked = !args.consent.yes && !io::stdin().is_terminal();
+                // A script's update that was not taken fails, so that it is seen.
+                if refused || unasked {
+                    outcome = Outcome::ErrorResult;
+                }
+                let why = if refused {
+                    ": it may do more than before (the ! lines), which --yes does not take \
+                     without --allow-weaker"
+                } else {
+                    ""
+                };
+                println!("{name}: not updated, kept {}{why}", entry.digest);
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Asks on the terminal whether to take `changed`; without a terminal, the answer
+/// is no (a script says --yes).
+fn ask(name: &str, changed: &Changed) -> io::Result<Decision> {
+    let stdin = io::stdin();
+    if !stdin.is_terminal() {
+        println!(
+            "  not asked: no terminal (pass --yes to take updates that weaken nothing, and \
+             --allow-weaker for the others)"
+        );
+        return Ok(Decision::Keep);
+    }
+    let weaker = if changed.diff.has_weakenings() {
+        "It may do more than before (the ! lines). "
+    } else {
+        ""
+    };
+    print!("{weaker}Replace {name}? [y/N] ");
+    io::stdout().flush()?;
+    let mut line = String::new();
+    stdin.lock().read_line(&mut line)?;
+    Ok(match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Decision::Take,
+        _ => Decision::Keep,
+    })
+}

@@ -1,0 +1,146 @@
+//! `piton update` as a library: for a component piton.lock records, fetch its source
+//! again (an OCI tag is resolved again), and when the bytes changed, check the new
+//! ones and make the permission diff against the file in place. The caller shows
+//! the diff, decides ([`Decision`]), and installs with [`Add::install`]; until then
+//! the new bytes are a temporary file that no load reads, and the old file stays.
+
+use std::path::Path;
+
+use super::add::{Add, AddError};
+use super::diff::{PermissionDiff, diff};
+use super::fetched::Fetched;
+use super::lock::LockEntry;
+use super::profile::Profile;
+use super::reference::{RefProblem, Reference};
+use crate::config::pins::Sha256;
+use crate::wasm::WasmRuntime;
+
+/// What fetching a component's source again found.
+#[derive(Debug)]
+pub enum Found {
+    /// The same bytes as the file recorded.
+    UpToDate,
+    /// The source names fixed bytes (an OCI digest, a URL with its SHA-256): there is
+    /// nothing to resolve again. Says how to move it.
+    Pinned(String),
+    /// Other bytes, checked, with the permission diff from the recorded file.
+    Changed(Box<Changed>),
+}
+
+/// A new version, fetched and checked, not installed.
+#[derive(Debug)]
+pub struct Changed {
+    /// The new bytes, in a temporary file of the plugins folder.
+    pub fetched: Fetched,
+    /// The new version's profile.
+    pub profile: Profile,
+    /// From the recorded file's profile to the new one's.
+    pub diff: PermissionDiff,
+    /// Why the recorded file has no profile (it is missing or does not load): then
+    /// the diff is from nothing, so every tool counts as new.
+    pub old_missing: Option<String>,
+}
+
+/// Whether a changed version may replace the old one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Replace it.
+    Take,
+    /// Keep the old one: the person said no, or it weakens and `--allow-weaker` was
+    /// not given.
+    Keep,
+}
+
+/// What a person or script said: `--yes`, `--allow-weaker`, and, when neither
+/// settles it, the answer to a question on the terminal.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Consent {
+    /// `--yes`: take what does not weaken without asking.
+    pub yes: bool,
+    /// `--allow-weaker`: weaker changes may be taken too (with `--yes`, unasked).
+    pub allow_weaker: bool,
+}
+
+impl Consent {
+    /// Whether `diff` may be taken without asking, must be asked about, or is
+    /// refused outright: `Some(decision)` when settled, `None` to ask.
+    pub fn settle(self, diff: &PermissionDiff) -> Option<Decision> {
+        match (diff.has_weakenings(), self.yes, self.allow_weaker) {
+            (false, true, _) | (true, true, true) => Some(Decision::Take),
+            // Never taken silently: a weakening under --yes needs --allow-weaker.
+            (true, true, false) => Some(Decision::Keep),
+            (_, false, _) => None,
+        }
+    }
+}
+
+/// Fetches `entry`'s source again (`sha256`: a new `--sha256` for a URL source),
+/// and says what changed from the file recorded in `add`'s plugins folder.
+pub async fn check(
+    add: &Add,
+    runtime: &WasmRuntime,
+    name: &str,
+    entry: &LockEntry,
+    sha256: Option<&str>,
+) -> Result<Found, AddError> {
+    let reference = match Reference::parse(&entry.source, sha256) {
+        Ok(reference) => reference,
+        Err(error) if error.problem == RefProblem::UrlNeedsSha256 => {
+            return Ok(Found::Pinned(format!(
+                "a URL is fetched by its SHA-256: `piton update {name} --sha256 HEX` with \
+                 the new one moves it"
+            )));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if let Reference::Oci(oci) = &reference
+        && oci.digest.is_some()
+    {
+        return Ok(Found::Pinned(format!(
+            "{} names its manifest digest: `piton add REF --name {name}` with a tag or \
+             another digest moves it",
+            entry.source
+        )));
+    }
+    let expected = match (&reference, sha256) {
+        (Reference::Url { .. }, _) | (_, None) => None,
+        (_, Some(text)) => Some(Sha256::parse(text).map_err(|e| AddError::Name {
+            reference: entry.source.clone(),
+            why: e.to_string(),
+        })?),
+    };
+    let fetched = add.fetch(&reference, &entry.source, expected).await?;
+    if fetched.digest() == entry.digest {
+        return Ok(Found::UpToDate);
+    }
+    let checked = add.check(&fetched, &entry.source).await?;
+    let new_file = add.folder().join(&entry.file);
+    let profile = Profile::of_checked(&new_file, &checked);
+    let (old, old_missing) = old_profile(&new_file, runtime).await;
+    let mut diff = diff(&old, &profile);
+    diff.file = new_file;
+    Ok(Found::Changed(Box::new(Changed {
+        fetched,
+        profile,
+        diff,
+        old_missing,
+    })))
+}
+
+/// The profile of the recorded file, or an empty one and why there is none.
+async fn old_profile(file: &Path, runtime: &WasmRuntime) -> (Profile, Option<String>) {
+    match Profile::of_file(file, runtime).await {
+        Ok(profile) => (profile, None),
+        Err(error) => {
+            let empty = Profile {
+                file: file.to_path_buf(),
+                sha256: String::new(),
+                size: 0,
+                world: String::new(),
+                tools: Vec::new(),
+                imports: Default::default(),
+            };
+            (empty, Some(error.to_string()))
+        }
+    }
+}
