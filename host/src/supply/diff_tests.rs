@@ -102,7 +102,7 @@ fn a_new_tool_is_weaker_and_a_removed_one_stronger() {
         d.changes,
         [Change::ToolAdded {
             tool: "b".into(),
-            hints: "destructive, open_world".into(),
+            hints: "not read_only, destructive, not idempotent, open_world".into(),
             hints_for: false,
         }]
     );
