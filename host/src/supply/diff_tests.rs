@@ -280,3 +280,28 @@ fn weaker_changes_come_first_and_are_marked() {
         "    minor     tool t: description \"The t tool.\" → \"New.\""
     );
 }
+
+#[test]
+fn a_diff_serializes_for_scripts() {
+    let a = profile(vec![tool("t", Hints::read_only())], &BASE);
+    let b = profile(
+        vec![tool("t", Hints::read_only())],
+        &[BASE[0], BASE[1], "wasi:sockets/tcp@0.2.6"],
+    );
+    let json = serde_json::to_value(diff(&a, &b)).ok();
+    let changes = json.as_ref().map(|j| &j["changes"]);
+    assert_eq!(
+        changes,
+        Some(&json!([{
+            "change": "imports_added",
+            "kind": "network",
+            "interfaces": ["wasi:sockets/tcp"],
+            "first": true,
+        }]))
+    );
+    let json = serde_json::to_value(a).ok();
+    assert_eq!(
+        json.as_ref().map(|j| &j["imports"]["environment"]),
+        Some(&json!(["wasi:cli/environment"]))
+    );
+}
