@@ -22,6 +22,7 @@ mod net_http;
 mod observe;
 mod otlp;
 mod peers;
+mod permission_diff;
 mod pins;
 mod protected;
 mod registry;

@@ -56,8 +56,8 @@ impl fmt::Display for Capability {
 }
 
 /// What one imported interface is to the person deciding to trust a component.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Serialized as its [name](ImportKind::name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ImportKind {
     /// It could use this capability, if granted.
     Capability(Capability),
@@ -99,6 +99,12 @@ impl ImportKind {
             Self::Harmless => "harmless",
             Self::Unknown => "unknown",
         }
+    }
+}
+
+impl Serialize for ImportKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -208,5 +214,12 @@ mod tests {
         assert!(imports.uses(Capability::Network));
         assert!(!imports.uses(Capability::Files));
         assert_eq!(imports.harmless_families(), ["clocks"]);
+        assert_eq!(
+            serde_json::to_value(&imports).ok(),
+            Some(serde_json::json!({
+                "network": ["wasi:http/types"],
+                "harmless": ["wasi:clocks/wall-clock"],
+            }))
+        );
     }
 }

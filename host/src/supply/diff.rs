@@ -25,7 +25,7 @@ use serde::Serialize;
 use piton_wit::Hint;
 
 use super::capability::ImportKind;
-use super::profile::{Profile, ToolProfile};
+use super::profile::{Profile, ToolProfile, hint_words};
 use super::schema_diff::{self, SchemaChange};
 use crate::term::{cut_end, escape};
 
@@ -310,7 +310,7 @@ pub fn diff(old: &Profile, new: &Profile) -> PermissionDiff {
         match old.tool(&tool.name) {
             None => changes.push(Change::ToolAdded {
                 tool: tool.name.clone(),
-                hints: tool.hints.to_string(),
+                hints: hint_words(tool.hints),
                 hints_for: tool.hints_for,
             }),
             Some(before) => tool_changes(before, tool, &mut changes),

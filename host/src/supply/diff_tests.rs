@@ -102,7 +102,7 @@ fn a_new_tool_is_weaker_and_a_removed_one_stronger() {
         d.changes,
         [Change::ToolAdded {
             tool: "b".into(),
-            hints: "destructive, open_world".into(),
+            hints: "not read_only, destructive, not idempotent, open_world".into(),
             hints_for: false,
         }]
     );
@@ -278,5 +278,30 @@ fn weaker_changes_come_first_and_are_marked() {
     assert_eq!(
         lines[5],
         "    minor     tool t: description \"The t tool.\" → \"New.\""
+    );
+}
+
+#[test]
+fn a_diff_serializes_for_scripts() {
+    let a = profile(vec![tool("t", Hints::read_only())], &BASE);
+    let b = profile(
+        vec![tool("t", Hints::read_only())],
+        &[BASE[0], BASE[1], "wasi:sockets/tcp@0.2.6"],
+    );
+    let json = serde_json::to_value(diff(&a, &b)).ok();
+    let changes = json.as_ref().map(|j| &j["changes"]);
+    assert_eq!(
+        changes,
+        Some(&json!([{
+            "change": "imports_added",
+            "kind": "network",
+            "interfaces": ["wasi:sockets/tcp"],
+            "first": true,
+        }]))
+    );
+    let json = serde_json::to_value(a).ok();
+    assert_eq!(
+        json.as_ref().map(|j| &j["imports"]["environment"]),
+        Some(&json!(["wasi:cli/environment"]))
     );
 }

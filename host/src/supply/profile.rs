@@ -191,6 +191,26 @@ impl fmt::Display for Profile {
     }
 }
 
+/// Hints in words, each of the four said when it is not implied:
+/// `read_only, closed_world` (read-only implies not destructive and idempotent), or
+/// `not read_only, not destructive, not idempotent, open_world`.
+pub fn hint_words(hints: Hints) -> String {
+    let world = if hints.is_open_world() {
+        "open_world"
+    } else {
+        "closed_world"
+    };
+    if hints.is_read_only() {
+        return format!("read_only, {world}");
+    }
+    let not = |yes: bool| if yes { "" } else { "not " };
+    format!(
+        "not read_only, {}destructive, {}idempotent, {world}",
+        not(hints.is_destructive()),
+        not(hints.is_idempotent())
+    )
+}
+
 /// [`Profile::show`].
 struct Shown<'a> {
     profile: &'a Profile,
@@ -233,7 +253,12 @@ impl fmt::Display for Shown<'_> {
             writeln!(f, "    {:<12} {}", "harmless", harmless.join(", "))?;
         }
         for tool in &p.tools {
-            writeln!(f, "  tool {}: {}", escape(&tool.name, false), tool.hints)?;
+            writeln!(
+                f,
+                "  tool {}: {}",
+                escape(&tool.name, false),
+                hint_words(tool.hints)
+            )?;
             let first = tool.description.lines().next().unwrap_or_default();
             let first = escape(first, false);
             writeln!(f, "    {}", cut_end(&first, DESCRIPTION_SHOWN))?;
@@ -311,7 +336,7 @@ lookup.wasm: a plugin with 1 tool, 90.8 KiB, sha256 3f9a1c0d2b7e5f61
     network      none
     environment  wasi:cli/environment
     harmless     clocks, stdio (captured)
-  tool lookup: read_only, idempotent, closed_world
+  tool lookup: read_only, closed_world
     Look up a word.
     input:       word: string (required)
     hints-for:   no

@@ -61,7 +61,7 @@ pub enum SchemaChange {
 
 impl fmt::Display for SchemaChange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shown = |name: &str| crate::term::escape(name, false).into_owned();
+        let shown = |name: &str| shown_name(name);
         match self {
             Self::Added { name, ty } => write!(f, "+ {}: {ty}", shown(name)),
             Self::Removed { name, ty } => write!(f, "- {}: {ty}", shown(name)),
@@ -146,7 +146,7 @@ pub fn summary(schema: &Value) -> String {
         .map(|(name, prop)| {
             let ty = type_of(prop);
             let required = required.contains(name.as_str());
-            let name = crate::term::escape(name, false);
+            let name = shown_name(name);
             if required {
                 format!("{name}: {ty} (required)")
             } else {
@@ -158,6 +158,12 @@ pub fn summary(schema: &Value) -> String {
         parts.push(format!("+{} more", props.len() - SHOWN_PROPERTIES));
     }
     parts.join(", ")
+}
+
+/// A property's name as shown: escaped, cut short.
+fn shown_name(name: &str) -> String {
+    let escaped = crate::term::escape(name, false);
+    crate::term::cut_end(&escaped, TYPE_SHOWN).into_owned()
 }
 
 /// A map's entries by key, whether or not serde_json keeps insertion order.
@@ -188,37 +194,52 @@ fn rest(schema: &Value) -> Option<Map<String, Value>> {
 }
 
 /// A property's type in short: `string`, `integer|null` for a list of types, the
-/// last part of a `$ref`, `enum`, `anyOf`/`oneOf` of the alternatives' types, else
-/// `any`. Guest text: control characters escaped.
+/// last part of a `$ref`, `enum`, `anyOf`/`oneOf` of the alternatives' types (one
+/// level deep), else `any`; at most a few alternatives, each cut short. Guest text:
+/// control characters escaped.
 fn type_of(schema: &Value) -> String {
+    type_at(schema, 0)
+}
+
+/// The longest a type (or a `$ref`'s name) is shown.
+const TYPE_SHOWN: usize = 40;
+
+fn type_at(schema: &Value, depth: usize) -> String {
+    let join = |parts: Vec<String>| parts.join("|");
     let ty = match schema.get("type") {
         Some(Value::String(ty)) => ty.clone(),
-        Some(Value::Array(types)) => types
-            .iter()
-            .map(|t| t.as_str().unwrap_or("?"))
-            .collect::<Vec<_>>()
-            .join("|"),
+        Some(Value::Array(types)) => join(
+            types
+                .iter()
+                .take(SHOWN_PROPERTIES)
+                .map(|t| t.as_str().unwrap_or("?").to_owned())
+                .collect(),
+        ),
         _ => {
+            let alternatives = (schema.get("anyOf"))
+                .or_else(|| schema.get("oneOf"))
+                .and_then(Value::as_array);
             if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
                 reference.rsplit('/').next().unwrap_or(reference).to_owned()
             } else if schema.get("enum").is_some() {
                 "enum".to_owned()
-            } else if let Some(alternatives) = (schema.get("anyOf"))
-                .or_else(|| schema.get("oneOf"))
-                .and_then(Value::as_array)
+            } else if let Some(alternatives) = alternatives
+                && depth == 0
             {
-                alternatives
-                    .iter()
-                    .take(SHOWN_PROPERTIES)
-                    .map(type_of)
-                    .collect::<Vec<_>>()
-                    .join("|")
+                join(
+                    alternatives
+                        .iter()
+                        .take(SHOWN_PROPERTIES)
+                        .map(|a| type_at(a, depth + 1))
+                        .collect(),
+                )
             } else {
                 "any".to_owned()
             }
         }
     };
-    crate::term::escape(&ty, false).into_owned()
+    let ty = crate::term::escape(&ty, false);
+    crate::term::cut_end(&ty, TYPE_SHOWN * SHOWN_PROPERTIES).into_owned()
 }
 
 #[cfg(test)]
@@ -297,6 +318,10 @@ mod tests {
             let _ = summary(&new);
         }
         assert_eq!(summary(&json!({"properties": {"a": 7}})), "a: any");
+        let nested = json!({"properties": {"a": {"anyOf": [
+            {"type": "string"}, {"$ref": "#/$defs/B"}, {"anyOf": [{"type": "null"}]}
+        ]}}});
+        assert_eq!(summary(&nested), "a: string|B|any");
     }
 
     #[test]
