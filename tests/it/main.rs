@@ -39,4 +39,5 @@ mod structure;
 mod support;
 mod toolbox;
 mod trace;
+mod update;
 mod upstream;
