@@ -54,6 +54,7 @@ mod schema_cost;
 mod schema_cost_tests;
 pub mod serve;
 mod source;
+pub mod supply;
 mod term;
 mod tls;
 mod tool;

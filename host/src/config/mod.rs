@@ -23,7 +23,8 @@
 //! `[mcp.NAME]` upstream MCP servers ([`UpstreamConfig`]), `[runtime]` sizing the wasm
 //! runtime ([`RuntimeSettings`]), `[audit]`, the audit log ([`AuditSettings`]),
 //! `[tracing]`, spans of calls sent over OTLP ([`TracingSettings`]), and `[cache]`
-//! bounding the compile cache ([`CacheSettings`]).
+//! bounding the compile cache ([`CacheSettings`]), and `[trust]`, which signatures a
+//! component needs ([`TrustPolicy`], parsed in [`trust`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -39,6 +40,7 @@ pub mod mcp;
 pub mod pins;
 pub mod runtime;
 pub mod tracing;
+pub mod trust;
 pub(crate) mod values;
 
 pub use self::approve::ApproveSettings;
@@ -53,10 +55,12 @@ use self::pins::{Pins, RawPlugin, Sha256};
 use self::runtime::RawRuntime;
 pub use self::runtime::RuntimeSettings;
 use self::tracing::{RawTracing, TracingSettings};
+use self::trust::RawTrust;
 use self::values::{parse_duration, parse_net_entry, parse_size};
 use crate::grants::{Grants, Mount, MountMode};
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
+pub use crate::supply::trust::TrustPolicy;
 use crate::tool::check_tool_name;
 
 pub use self::audit::AuditError;
@@ -64,6 +68,7 @@ pub use self::error::{ConfigError, ConfigProblem};
 pub use self::mcp::McpError;
 pub use self::pins::PinError;
 pub use self::runtime::RuntimeError;
+pub use self::trust::TrustError;
 pub use self::values::ValueError;
 pub use crate::nolinks::MountError;
 
@@ -88,6 +93,8 @@ pub struct Config {
     pub cache: CacheSettings,
     /// The `[approve]` table: which calls `serve` asks the person about.
     pub approve: ApproveSettings,
+    /// The `[trust]` table: which signatures a component needs and whose count.
+    pub trust: TrustPolicy,
 }
 
 /// What piton.toml says about one tool.
@@ -133,6 +140,8 @@ struct RawConfig {
     cache: RawCache,
     #[serde(default)]
     approve: RawApprove,
+    #[serde(default)]
+    trust: RawTrust,
 }
 
 #[derive(Deserialize)]
@@ -236,6 +245,7 @@ impl Config {
         let cache = CacheSettings::parse(raw.cache).map_err(|(k, m)| fail(k, m))?;
         let approve =
             ApproveSettings::parse(raw.approve, base, env).map_err(|(k, m)| fail(k, m))?;
+        let trust = TrustPolicy::parse(raw.trust, base).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
@@ -246,6 +256,7 @@ impl Config {
             pins,
             cache,
             approve,
+            trust,
         })
     }
 }

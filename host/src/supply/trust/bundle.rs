@@ -1,0 +1,159 @@
+//! Sigstore bundles (`FILE.wasm.sigstore.json`) over a file's bytes: made by
+//! [`sign_blob`] as `cosign sign-blob --bundle` makes them with a key, and checked,
+//! key-based or keyless, by the Sigstore project's own verifier (sigstore-verify).
+//!
+//! A keyless bundle is checked against the trusted root: the certificate chains to
+//! one of its certificate authorities and has the code-signing usage, and it was valid
+//! at the signing time, which must be vouched for by the root's transparency log (a
+//! signed entry timestamp, whose log entry must describe this very signature) or by
+//! its timestamp authority: a bundle with neither is refused, as there is then no
+//! time to hold the short-lived certificate against. A log entry's Merkle inclusion
+//! proof and checkpoint are checked when the bundle has them. Certificate
+//! transparency (SCTs) is not checked.
+
+use sigstore_verify::crypto::parse_certificate_info;
+use sigstore_verify::types::Bundle;
+use sigstore_verify::types::bundle::VerificationMaterialContent;
+use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy, Verifier};
+
+use super::keys::{KeyError, PrivateKey};
+use super::policy::{Identity, Rule, TrustedRootFile};
+use super::{Digest, Signer};
+
+/// The most bytes of bundle JSON read: real ones are a few KiB.
+pub const MAX_BUNDLE: usize = 1 << 20;
+
+/// A Sigstore bundle (v0.3 JSON) of `key`'s signature over `bytes`, as `cosign
+/// sign-blob --bundle` writes with a key and no transparency log upload: the
+/// `messageSignature` (ECDSA P-256 with SHA-256 in ASN.1 DER, or Ed25519) over the
+/// file, its SHA-256, and the key's hint.
+pub fn sign_blob(bytes: &[u8], key: &PrivateKey) -> Result<String, KeyError> {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let signature = key.sign(bytes)?;
+    let bundle = serde_json::json!({
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {
+            "publicKey": { "hint": key.public_key().fingerprint().hint() },
+        },
+        "messageSignature": {
+            "messageDigest": { "algorithm": "SHA2_256", "digest": b64(&Digest::of(bytes).0) },
+            "signature": b64(&signature),
+        },
+    });
+    Ok(format!("{bundle:#}\n"))
+}
+
+/// Checks `json` as a bundle over `bytes` under `rule`: the signer, or what was found
+/// instead (the signer it names and why it does not count).
+pub(super) fn verify_bundle(
+    rule: &Rule<'_>,
+    root: Option<&TrustedRootFile>,
+    bytes: &[u8],
+    json: &[u8],
+) -> Result<Signer, String> {
+    if json.len() > MAX_BUNDLE {
+        return Err(format!(
+            "a bundle of {} bytes, over the {MAX_BUNDLE} read",
+            json.len()
+        ));
+    }
+    let text = std::str::from_utf8(json).map_err(|_| "a bundle that is not UTF-8".to_owned())?;
+    let bundle =
+        Bundle::from_json(text).map_err(|e| format!("a bundle that cannot be read: {e}"))?;
+    match &bundle.verification_material.content {
+        VerificationMaterialContent::PublicKey(hint) => by_key(rule, bytes, &bundle, &hint.hint),
+        _ => keyless(rule, root, bytes, &bundle),
+    }
+}
+
+fn by_key(rule: &Rule<'_>, bytes: &[u8], bundle: &Bundle, hint: &str) -> Result<Signer, String> {
+    // Key-based bundles carry no time that needs trusting, so no root: an empty one.
+    let empty = sigstore_verify::trust_root::TrustedRoot::from_json(
+        r#"{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}"#,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|root| Verifier::new(&root).map_err(|e| e.to_string()))
+    .map_err(|e| format!("no verifier: {e}"))?;
+    let named = rule
+        .keys
+        .iter()
+        .find(|k| k.key.fingerprint().hint() == hint);
+    let found = match named {
+        Some(k) => format!("key {k}"),
+        None => hint_name(hint),
+    };
+    // A bundle whose hint names none of the keys is still tried with each: cosign
+    // does not require the hint.
+    let candidates: Vec<_> = match named {
+        Some(k) => vec![*k],
+        None => rule.keys.clone(),
+    };
+    for k in &candidates {
+        let policy = PublicKeyVerificationPolicy::new(k.key.der().clone()).skip_tlog_unsafe();
+        match empty.verify(bytes, bundle, &policy) {
+            Ok(_) => {
+                return Ok(Signer::Key {
+                    name: k.name.clone(),
+                    fingerprint: k.key.fingerprint(),
+                });
+            }
+            Err(e) if named.is_some() => {
+                return Err(format!("{found}, whose signature does not verify: {e}"));
+            }
+            Err(_) => {}
+        }
+    }
+    Err(format!("signed by {found}"))
+}
+
+/// A key known only by a bundle's hint, in the form fingerprints are shown.
+fn hint_name(hint: &str) -> String {
+    use base64::Engine as _;
+    match base64::engine::general_purpose::STANDARD.decode(hint) {
+        Ok(bytes) if bytes.len() == 32 => format!("key SHA256:{}", hex::encode(bytes)),
+        _ => "a key piton does not know (no hint in the bundle)".to_owned(),
+    }
+}
+
+fn keyless(
+    rule: &Rule<'_>,
+    root: Option<&TrustedRootFile>,
+    bytes: &[u8],
+    bundle: &Bundle,
+) -> Result<Signer, String> {
+    let cert = bundle
+        .signing_certificate()
+        .ok_or_else(|| "a bundle with neither a key hint nor a certificate".to_owned())?;
+    let info = parse_certificate_info(cert)
+        .map_err(|e| format!("a bundle whose certificate cannot be read: {e}"))?;
+    let found = Identity {
+        issuer: info.issuer.clone().unwrap_or_else(|| "(none)".into()),
+        subject: info
+            .identity
+            .as_ref()
+            .map_or_else(|| "(none)".into(), |s| s.to_string()),
+    };
+    let Some(root) = root else {
+        return Err(format!(
+            "a keyless signature by {found}, and piton.toml's [trust] has no trusted_root to check it with"
+        ));
+    };
+    let mut policy = VerificationPolicy::any_identity().skip_sct();
+    if !bundle.has_inclusion_proof() {
+        policy = policy.skip_tlog_unsafe();
+    }
+    let verifier =
+        Verifier::new(&root.root).map_err(|e| format!("{}: {e}", root.path.display()))?;
+    verifier.verify(bytes, bundle, &policy).map_err(|e| {
+        format!(
+            "a keyless signature by {found} that does not verify against {}: {e}",
+            root.path.display()
+        )
+    })?;
+    if rule.identities.iter().any(|want| **want == found) {
+        Ok(Signer::Identity(found))
+    } else {
+        Err(format!("signed by {found}"))
+    }
+}
