@@ -1,6 +1,14 @@
 //! Sigstore bundles (`FILE.wasm.sigstore.json`) over a file's bytes: made by
-//! [`sign_blob`] as `cosign sign-blob --bundle` makes them with a key, and checked,
-//! key-based or keyless, by the Sigstore project's own verifier (sigstore-verify).
+//! [`sign_blob`] as `cosign sign-blob --bundle` makes them with a key.
+//!
+//! A key-based bundle is checked here: its `messageDigest` must be the file's SHA-256
+//! and its signature over the file must verify with one of the keys. Its transparency
+//! log entries and timestamps, if any, are not checked: a key's signature needs no
+//! time (and `cosign sign-blob --key --tlog-upload=false`, like `piton sign`, makes
+//! bundles with neither, which sigstore-verify does not take).
+//!
+//! A keyless bundle is checked by the Sigstore project's own verifier
+//! (sigstore-verify).
 //!
 //! A keyless bundle is checked against the trusted root: the certificate chains to
 //! one of its certificate authorities and has the code-signing usage, and it was valid
@@ -12,12 +20,12 @@
 //! transparency (SCTs) is not checked.
 
 use sigstore_verify::crypto::parse_certificate_info;
-use sigstore_verify::types::Bundle;
-use sigstore_verify::types::bundle::VerificationMaterialContent;
-use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy, Verifier};
+use sigstore_verify::types::bundle::{SignatureContent, VerificationMaterialContent};
+use sigstore_verify::types::{Bundle, HashAlgorithm};
+use sigstore_verify::{VerificationPolicy, Verifier};
 
 use super::keys::{KeyError, PrivateKey};
-use super::policy::{Identity, Rule, TrustedRootFile};
+use super::policy::{Identity, NamedKey, Rule, TrustedRootFile};
 use super::{Digest, Signer};
 
 /// The most bytes of bundle JSON read: real ones are a few KiB.
@@ -68,13 +76,6 @@ pub(super) fn verify_bundle(
 }
 
 fn by_key(rule: &Rule<'_>, bytes: &[u8], bundle: &Bundle, hint: &str) -> Result<Signer, String> {
-    // Key-based bundles carry no time that needs trusting, so no root: an empty one.
-    let empty = sigstore_verify::trust_root::TrustedRoot::from_json(
-        r#"{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1"}"#,
-    )
-    .map_err(|e| e.to_string())
-    .and_then(|root| Verifier::new(&root).map_err(|e| e.to_string()))
-    .map_err(|e| format!("no verifier: {e}"))?;
     let named = rule
         .keys
         .iter()
@@ -83,28 +84,41 @@ fn by_key(rule: &Rule<'_>, bytes: &[u8], bundle: &Bundle, hint: &str) -> Result<
         Some(k) => format!("key {k}"),
         None => hint_name(hint),
     };
-    // A bundle whose hint names none of the keys is still tried with each: cosign
-    // does not require the hint.
-    let candidates: Vec<_> = match named {
-        Some(k) => vec![*k],
-        None => rule.keys.clone(),
+    let SignatureContent::MessageSignature(message) = &bundle.content else {
+        return Err(format!(
+            "{found} over a DSSE envelope, which piton does not read"
+        ));
     };
-    for k in &candidates {
-        let policy = PublicKeyVerificationPolicy::new(k.key.der().clone()).skip_tlog_unsafe();
-        match empty.verify(bytes, bundle, &policy) {
-            Ok(_) => {
-                return Ok(Signer::Key {
-                    name: k.name.clone(),
-                    fingerprint: k.key.fingerprint(),
-                });
-            }
-            Err(e) if named.is_some() => {
-                return Err(format!("{found}, whose signature does not verify: {e}"));
-            }
-            Err(_) => {}
+    if let Some(digest) = &message.message_digest {
+        let same = digest.algorithm == HashAlgorithm::Sha2256
+            && digest.digest.as_bytes() == Digest::of(bytes).0;
+        if !same {
+            let theirs = format!(
+                "{}:{}",
+                digest.algorithm,
+                hex::encode(digest.digest.as_bytes())
+            );
+            return Err(format!("{found}, over another digest ({theirs})"));
         }
     }
-    Err(format!("signed by {found}"))
+    let signature = message.signature.as_bytes();
+    // A bundle whose hint names none of the keys is still tried with each: cosign
+    // does not require the hint.
+    match named {
+        Some(k) if k.key.verifies(bytes, signature) => Ok(key_signer(k)),
+        Some(_) => Err(format!("{found}, whose signature does not verify")),
+        None => match rule.keys.iter().find(|k| k.key.verifies(bytes, signature)) {
+            Some(k) => Ok(key_signer(k)),
+            None => Err(format!("signed by {found}")),
+        },
+    }
+}
+
+fn key_signer(key: &NamedKey) -> Signer {
+    Signer::Key {
+        name: key.name.clone(),
+        fingerprint: key.key.fingerprint(),
+    }
 }
 
 /// A key known only by a bundle's hint, in the form fingerprints are shown.

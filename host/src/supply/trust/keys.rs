@@ -84,6 +84,7 @@ impl PublicKey {
 
     /// Whether `signature` over `message` (its bytes, not a digest) is this key's.
     pub(crate) fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        super::provider::install();
         VerificationKey::from_spki(&self.der).is_ok_and(|key| {
             key.verify(message, &SignatureBytes::new(signature.to_vec()))
                 .is_ok()
