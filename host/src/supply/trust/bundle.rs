@@ -93,11 +93,12 @@ fn by_key(rule: &Rule<'_>, bytes: &[u8], bundle: &Bundle, hint: &str) -> Result<
         let same = digest.algorithm == HashAlgorithm::Sha2256
             && digest.digest.as_bytes() == Digest::of(bytes).0;
         if !same {
-            let theirs = format!(
-                "{}:{}",
-                digest.algorithm,
-                hex::encode(digest.digest.as_bytes())
-            );
+            let theirs = match digest.algorithm {
+                HashAlgorithm::Sha2256 => {
+                    format!("sha256:{}", hex::encode(digest.digest.as_bytes()))
+                }
+                other => other.to_string(),
+            };
             return Err(format!("{found}, over another digest ({theirs})"));
         }
     }
