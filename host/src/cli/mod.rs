@@ -29,8 +29,10 @@ mod out;
 mod publish;
 mod remove;
 mod serve;
+mod sign;
 mod signal;
 mod update;
+mod verify;
 
 use load::{PluginsArg, load, loader};
 use out::Outcome;
@@ -197,6 +199,40 @@ enum Command {
         #[arg(value_name = "REF")]
         target: String,
     },
+    /// Sign a component with a key: writes a Sigstore bundle (FILE.wasm.sigstore.json)
+    /// as `cosign sign-blob --bundle` does.
+    Sign {
+        /// The component file.
+        file: PathBuf,
+        /// The private key: a PKCS#8 PEM file (ECDSA P-256 or Ed25519), as `piton
+        /// keygen` makes.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        /// Where the bundle goes. Default: FILE.sigstore.json beside the file.
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
+    /// Check a component's signature against piton.toml's [trust] policy and print
+    /// the signer. Exit 0 when it would be taken, 1 when refused.
+    Verify {
+        /// The component file.
+        file: PathBuf,
+        /// The Sigstore bundle. Default: FILE.sigstore.json beside the file.
+        #[arg(long, value_name = "PATH")]
+        signature: Option<PathBuf>,
+        /// The settings file. Default: $PITON_CONFIG, else ./piton.toml.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Make a key pair to sign components with: NAME.key (private, PKCS#8 PEM, only
+    /// you can read it) and NAME.pub (public, for [[trust.keys]]).
+    Keygen {
+        /// The files' name, without extension.
+        name: PathBuf,
+        /// An Ed25519 key instead of ECDSA P-256 (cosign's default).
+        #[arg(long)]
+        ed25519: bool,
+    },
     /// Make a new tool project: one example tool, its test and a README.
     New {
         /// The language: rust, python, js or c.
@@ -345,6 +381,13 @@ async fn run(command: Command) -> io::Result<Outcome> {
         Command::Check { file, json } => check::check(&file, json).await,
         Command::New { lang, dir } => Ok(new::new(&lang, &dir)),
         Command::Cache { action } => cache::cache(action),
+        Command::Sign { file, key, output } => Ok(sign::sign(&file, &key, output)),
+        Command::Verify {
+            file,
+            signature,
+            config,
+        } => Ok(verify::verify(&file, signature, config)),
+        Command::Keygen { name, ed25519 } => Ok(sign::keygen(&name, ed25519)),
     }
 }
 

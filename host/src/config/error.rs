@@ -9,6 +9,7 @@ use crate::config::mcp::McpError;
 use crate::config::pins::PinError;
 use crate::config::runtime::RuntimeError;
 use crate::config::tracing::TracingError;
+use crate::config::trust::TrustError;
 use crate::config::values::ValueError;
 use crate::name_claims::NotAPluginFile;
 use crate::nolinks::MountError;
@@ -86,6 +87,9 @@ pub enum ConfigProblem {
     /// The `[tracing]` table.
     #[error(transparent)]
     Tracing(#[from] TracingError),
+    /// The `[trust]` table.
+    #[error(transparent)]
+    Trust(#[from] TrustError),
     /// An `[mcp.NAME]` section.
     #[error(transparent)]
     Mcp(#[from] McpError),

@@ -23,8 +23,9 @@
 //! `[mcp.NAME]` upstream MCP servers ([`UpstreamConfig`]), `[runtime]` sizing the wasm
 //! runtime ([`RuntimeSettings`]), `[audit]`, the audit log ([`AuditSettings`]),
 //! `[tracing]`, spans of calls sent over OTLP ([`TracingSettings`]), `[cache]`
-//! bounding the compile cache ([`CacheSettings`]), and `[supply]` bounding what
-//! `piton add` fetches ([`SupplySettings`]).
+//! bounding the compile cache ([`CacheSettings`]), `[supply]` bounding what `piton
+//! add` fetches ([`SupplySettings`]), and `[trust]`, which signatures a component
+//! needs ([`TrustPolicy`], parsed in [`trust`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -41,6 +42,7 @@ pub mod pins;
 pub mod runtime;
 pub mod supply;
 pub mod tracing;
+pub mod trust;
 pub(crate) mod values;
 
 pub use self::approve::ApproveSettings;
@@ -57,10 +59,12 @@ pub use self::runtime::RuntimeSettings;
 use self::supply::RawSupply;
 pub use self::supply::SupplySettings;
 use self::tracing::{RawTracing, TracingSettings};
+use self::trust::RawTrust;
 use self::values::{parse_duration, parse_net_entry, parse_size};
 use crate::grants::{Grants, Mount, MountMode};
 use crate::limits::Limits;
 pub use crate::limits::OnTrap;
+pub use crate::supply::trust::TrustPolicy;
 use crate::tool::check_tool_name;
 
 pub use self::audit::AuditError;
@@ -68,6 +72,7 @@ pub use self::error::{ConfigError, ConfigProblem};
 pub use self::mcp::McpError;
 pub use self::pins::PinError;
 pub use self::runtime::RuntimeError;
+pub use self::trust::TrustError;
 pub use self::values::ValueError;
 pub use crate::nolinks::MountError;
 
@@ -94,6 +99,8 @@ pub struct Config {
     pub approve: ApproveSettings,
     /// The `[supply]` table: how `piton add` bounds what it fetches.
     pub supply: SupplySettings,
+    /// The `[trust]` table: which signatures a component needs and whose count.
+    pub trust: TrustPolicy,
 }
 
 /// What piton.toml says about one tool.
@@ -141,6 +148,7 @@ struct RawConfig {
     approve: RawApprove,
     #[serde(default)]
     supply: RawSupply,
+    trust: RawTrust,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +253,7 @@ impl Config {
         let approve =
             ApproveSettings::parse(raw.approve, base, env).map_err(|(k, m)| fail(k, m))?;
         let supply = SupplySettings::parse(raw.supply).map_err(|(k, m)| fail(k, m))?;
+        let trust = TrustPolicy::parse(raw.trust, base).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
@@ -256,6 +265,7 @@ impl Config {
             cache,
             approve,
             supply,
+            trust,
         })
     }
 }

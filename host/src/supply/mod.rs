@@ -5,7 +5,9 @@
 //! trusting a component means: its permission profile (its tools, hints, input
 //! schemas and the capabilities its imports could use, with what piton.toml grants
 //! each tool), and the permission diff between two versions of a component that
-//! `piton update` shows before it replaces one.
+//! `piton update` shows before it replaces one; and the signatures on a component
+//! ([`trust`]): every way in ends in the same check, the bytes hash to the digest
+//! recorded and, if the policy says so, a signature over that digest verifies.
 //!
 //! ```no_run
 //! use piton_host::supply::{add::Add, reference::Reference};
@@ -36,4 +38,5 @@ pub mod oci;
 pub mod profile;
 pub mod reference;
 pub mod schema_diff;
+pub mod trust;
 pub mod update;
