@@ -12,7 +12,7 @@ use piton_host::supply::schema_diff::SchemaChange;
 use piton_tests::guests;
 use piton_wit::Hint;
 
-use crate::support::runtime;
+use crate::support::{piton, run, runtime, stdout};
 
 async fn profile(path: &str) -> Profile {
     Profile::of_file(path.as_ref(), runtime())
@@ -201,4 +201,17 @@ async fn a_component_that_does_not_load_has_no_profile_and_the_error_names_it() 
         .await
         .expect("the same bytes profile");
     assert_eq!(from_bytes, profile(guests::LOOKUP_V1).await);
+}
+
+#[test]
+fn piton_check_names_the_capabilities_a_component_could_use() {
+    let out = run(piton().args(["check", guests::LOOKUP_V2_NET]));
+    let text = stdout(&out);
+    assert!(
+        text.contains("\ncapabilities its imports could use, if piton.toml grants them: network, environment\n"),
+        "{text}"
+    );
+    let out = run(piton().args(["check", "--json", guests::LOOKUP_V1]));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(json["capabilities"], serde_json::json!(["environment"]));
 }

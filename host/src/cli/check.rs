@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::out::{Outcome, pretty, say};
 use crate::limits::format_size;
+use crate::supply::capability::{Capability, Imports};
 use crate::term::Shown;
 use crate::tool::Tool as _;
 use crate::wasm::check::ImportUse;
@@ -34,6 +35,11 @@ pub(super) async fn check(path: &Path, as_json: bool) -> io::Result<Outcome> {
         }
     };
     let info = checked.tools.first().map(|t| t.info().clone());
+    let imports = Imports::of(checked.imports.iter().map(|i| i.name.as_str()));
+    let capabilities: Vec<&str> = (Capability::ALL.into_iter())
+        .filter(|c| imports.uses(*c))
+        .map(Capability::name)
+        .collect();
     let mut out = io::stdout().lock();
     let shown = Shown::stdout();
     if as_json {
@@ -59,6 +65,7 @@ pub(super) async fn check(path: &Path, as_json: bool) -> io::Result<Outcome> {
             "sha256": info.as_ref().map(|i| &i.sha256),
             "tools": tools,
             "imports": checked.imports,
+            "capabilities": capabilities,
         });
         writeln!(out, "{}", shown.text(&pretty(&report)))?;
         return Ok(Outcome::Success);
@@ -103,5 +110,14 @@ pub(super) async fn check(path: &Path, as_json: bool) -> io::Result<Outcome> {
             import.why
         )?;
     }
+    writeln!(
+        out,
+        "capabilities its imports could use, if piton.toml grants them: {}",
+        if capabilities.is_empty() {
+            "none".to_owned()
+        } else {
+            capabilities.join(", ")
+        }
+    )?;
     Ok(Outcome::Success)
 }
