@@ -56,6 +56,7 @@ pub(super) struct AddArgs {
     pub(super) name: Option<String>,
     pub(super) sha256: Option<String>,
     pub(super) force: bool,
+    pub(super) signature: Option<String>,
     pub(super) plugins: PluginsArg,
 }
 
@@ -91,7 +92,8 @@ pub(super) async fn add(args: AddArgs) -> io::Result<Outcome> {
     };
     let adding = Add::new(runtime, place.folder.clone(), place.lock.clone())
         .with_limits(limits)
-        .with_force(args.force);
+        .with_force(args.force)
+        .with_trust(place.config.trust.clone(), args.signature);
     let added = match adding
         .run(&reference, &args.reference, expected, args.name.as_deref())
         .await
@@ -126,6 +128,15 @@ pub(super) async fn add(args: AddArgs) -> io::Result<Outcome> {
     if let Some(resolved) = &added.entry.resolved {
         writeln!(out, "  manifest: {resolved}")?;
     }
+    writeln!(
+        out,
+        "  signed:   {}",
+        added
+            .entry
+            .signer
+            .as_deref()
+            .unwrap_or("no signature checked")
+    )?;
     writeln!(
         out,
         "  recorded in {}",

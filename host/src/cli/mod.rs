@@ -161,6 +161,10 @@ enum Command {
         /// from another source.
         #[arg(long)]
         force: bool,
+        /// The Sigstore bundle to check (a file or URL). Default: REF.sigstore.json
+        /// beside a file or URL; an OCI image's cosign signatures.
+        #[arg(long, value_name = "BUNDLE")]
+        signature: Option<String>,
         #[command(flatten)]
         plugins: PluginsArg,
     },
@@ -198,6 +202,10 @@ enum Command {
         /// Where: oci://HOST[:PORT]/REPO:TAG.
         #[arg(value_name = "REF")]
         target: String,
+        /// Sign the pushed manifest with this private key (PKCS#8 PEM, as `piton
+        /// keygen` makes), as `cosign sign --key` does.
+        #[arg(long, value_name = "FILE")]
+        key: Option<PathBuf>,
     },
     /// Sign a component with a key: writes a Sigstore bundle (FILE.wasm.sigstore.json)
     /// as `cosign sign-blob --bundle` does.
@@ -308,6 +316,7 @@ async fn run(command: Command) -> io::Result<Outcome> {
             name,
             sha256,
             force,
+            signature,
             plugins,
         } => {
             add::add(add::AddArgs {
@@ -315,6 +324,7 @@ async fn run(command: Command) -> io::Result<Outcome> {
                 name,
                 sha256,
                 force,
+                signature,
                 plugins,
             })
             .await
@@ -335,7 +345,9 @@ async fn run(command: Command) -> io::Result<Outcome> {
             .await
         }
         Command::Remove { name, plugins } => remove::remove(&name, plugins),
-        Command::Publish { file, target } => publish::publish(&file, &target).await,
+        Command::Publish { file, target, key } => {
+            publish::publish(&file, &target, key.as_deref()).await
+        }
         Command::Call {
             name,
             args,

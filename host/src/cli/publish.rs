@@ -8,9 +8,27 @@ use std::path::Path;
 use super::out::{Outcome, say};
 use crate::supply::oci::publish as push;
 use crate::supply::reference::Reference;
+use crate::supply::signatures::push_signature;
+use crate::supply::trust::{Digest, PrivateKey};
 use crate::wasm::{RuntimeConfig, WasmRuntime};
 
-pub(super) async fn publish(file: &Path, target: &str) -> io::Result<Outcome> {
+/// `key`: `--key`, the private key to sign the pushed manifest with, as `cosign
+/// sign --key` does.
+pub(super) async fn publish(file: &Path, target: &str, key: Option<&Path>) -> io::Result<Outcome> {
+    let key = match key.map(|key| (key, std::fs::read_to_string(key))) {
+        None => None,
+        Some((_, Ok(text))) => match PrivateKey::from_pem(&text) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                eprintln!("error: --key: {e}");
+                return Ok(Outcome::Usage);
+            }
+        },
+        Some((path, Err(e))) => {
+            eprintln!("error: --key {}: {e}", path.display());
+            return Ok(Outcome::Usage);
+        }
+    };
     let oci = match Reference::parse(target, None) {
         Ok(Reference::Oci(oci)) if oci.digest.is_none() => oci,
         Ok(Reference::Oci(_)) => {
@@ -61,6 +79,23 @@ pub(super) async fn publish(file: &Path, target: &str) -> io::Result<Outcome> {
                 "  layer:    {} ({} bytes)",
                 published.layer, published.size
             )?;
+            if let Some(key) = &key {
+                let signed = match Digest::parse(&published.manifest) {
+                    Ok(digest) => push_signature(&oci, &digest, key).await,
+                    Err(e) => Err(crate::supply::fetched::FetchProblem::Manifest(
+                        e.to_string(),
+                    )),
+                };
+                if let Err(e) = signed {
+                    say(format_args!("error: {target}: pushed, but not signed: {e}"));
+                    return Ok(Outcome::ErrorResult);
+                }
+                writeln!(
+                    out,
+                    "  signed:   key {} (cosign's sha256-HEX.sig tag)",
+                    key.public_key().fingerprint()
+                )?;
+            }
             writeln!(
                 out,
                 "pull exactly these bytes with: piton add oci://{}/{}@{}",

@@ -105,7 +105,7 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
         match decision {
             Decision::Take => {
                 let new = changed.fetched.digest();
-                match add.install(&name, changed.fetched, &entry.source, None) {
+                match add.install(&name, changed.fetched, &entry.source, changed.signer) {
                     Ok(_) => println!("{name}: updated {} → {new}", entry.digest),
                     Err(e) => {
                         say(format_args!(

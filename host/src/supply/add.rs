@@ -11,6 +11,8 @@ use crate::supply::fetch::fetch;
 use crate::supply::fetched::{FetchError, FetchLimits, Fetched};
 use crate::supply::lock::{Lock, LockEntry, LockError, check_name};
 use crate::supply::reference::{RefError, Reference};
+use crate::supply::signatures::{self, TrustError};
+use crate::supply::trust::TrustPolicy;
 use crate::wasm::WasmRuntime;
 use crate::wasm::check::Checked;
 
@@ -22,6 +24,8 @@ pub struct Add {
     lock: PathBuf,
     limits: FetchLimits,
     force: bool,
+    trust: TrustPolicy,
+    signature: Option<String>,
 }
 
 /// A component added.
@@ -92,6 +96,9 @@ pub enum AddError {
         /// Why, as `piton check` says it.
         why: String,
     },
+    /// Its signatures could not be had, or the trust policy refused them.
+    #[error(transparent)]
+    Trust(#[from] TrustError),
     /// The file cannot be put in place or removed.
     #[error("{}: {error}", .file.display())]
     Io {
@@ -122,6 +129,8 @@ impl Add {
             folder,
             lock,
             limits: FetchLimits::default(),
+            trust: TrustPolicy::default(),
+            signature: None,
             force: false,
         }
     }
@@ -141,13 +150,40 @@ impl Add {
         self
     }
 
+    /// Checks signatures against `trust` (piton.toml's `[trust]`), with the bundle
+    /// `signature` names if given (`--signature`), else where the source keeps them
+    /// (see [`crate::supply::signatures`]).
+    pub fn with_trust(mut self, trust: TrustPolicy, signature: Option<String>) -> Self {
+        self.trust = trust;
+        self.signature = signature;
+        self
+    }
+
+    /// Checks the signatures of `fetched` from `reference` against the trust policy;
+    /// gives the signer to record.
+    pub async fn trust(
+        &self,
+        reference: &Reference,
+        given: &str,
+        fetched: &Fetched,
+    ) -> Result<Option<String>, AddError> {
+        Ok(signatures::check(
+            &self.trust,
+            reference,
+            given,
+            fetched,
+            self.signature.as_deref(),
+        )
+        .await?)
+    }
+
     /// The plugins folder it adds into.
     pub fn folder(&self) -> &Path {
         &self.folder
     }
 
-    /// All of `piton add`: [`Add::fetch`], [`Add::check`], [`Add::install`] (no
-    /// signer). `given` is the reference as written (what the lock records),
+    /// All of `piton add`: [`Add::fetch`], [`Add::check`], [`Add::trust`],
+    /// [`Add::install`]. `given` is the reference as written (what the lock records),
     /// `expected` the `--sha256`, `name` the `--name`.
     pub async fn run(
         &self,
@@ -160,7 +196,8 @@ impl Add {
         self.may_write(given, &name)?;
         let fetched = self.fetch(reference, given, expected).await?;
         let checked = self.check(&fetched, given).await?;
-        let (entry, replaced) = self.install(&name, fetched, given, None)?;
+        let signer = self.trust(reference, given, &fetched).await?;
+        let (entry, replaced) = self.install(&name, fetched, given, signer)?;
         Ok(Added {
             name,
             entry,

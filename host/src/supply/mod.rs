@@ -38,5 +38,6 @@ pub mod oci;
 pub mod profile;
 pub mod reference;
 pub mod schema_diff;
+pub mod signatures;
 pub mod trust;
 pub mod update;

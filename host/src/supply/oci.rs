@@ -32,7 +32,7 @@ pub struct Published {
 /// The `oci_client` client for `registry`: plain HTTP to a loopback registry only,
 /// rustls with ring (installed as the process's default provider, which the
 /// client's reqwest needs).
-fn client(registry: &OciRef) -> Result<Client, FetchProblem> {
+pub(crate) fn client(registry: &OciRef) -> Result<Client, FetchProblem> {
     // Err: a provider is installed already, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let protocol = if registry.is_loopback() {
@@ -51,7 +51,7 @@ fn client(registry: &OciRef) -> Result<Client, FetchProblem> {
 
 /// The headers of a pull: the bearer token the registry gave for anonymous pulls,
 /// if it asks for one.
-async fn pull_headers(oci: &OciRef) -> Result<HeaderMap, FetchProblem> {
+pub(crate) async fn pull_headers(oci: &OciRef) -> Result<HeaderMap, FetchProblem> {
     let client = client(oci)?;
     let token = client
         .auth(
@@ -148,7 +148,7 @@ pub(crate) async fn pull(
 }
 
 /// The manifest at `url`: its bytes (at most [`MAX_MANIFEST`]) and Content-Type.
-async fn get_manifest(
+pub(crate) async fn get_manifest(
     http: &Http,
     url: &str,
     headers: HeaderMap,
@@ -257,4 +257,41 @@ pub async fn publish(
         layer,
         size,
     })
+}
+
+/// Pushes `image` (cosign's signature image: a config, payload layers, a manifest)
+/// to the tag `oci` names.
+pub(crate) async fn push_image(
+    oci: &OciRef,
+    image: crate::supply::trust::cosign_oci::SignatureImage,
+) -> Result<(), FetchProblem> {
+    let client = client(oci)?;
+    let reference = oci.to_client();
+    let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
+        FetchProblem::Registry(format!("{what} failed: {e}"))
+    };
+    client
+        .auth(
+            &reference,
+            &RegistryAuth::Anonymous,
+            RegistryOperation::Push,
+        )
+        .await
+        .map_err(|e| failed("the token handshake", e))?;
+    for blob in std::iter::once(image.config).chain(image.layers) {
+        let digest = artifact::digest_of(&blob);
+        client
+            .push_blob(&reference, blob, &digest)
+            .await
+            .map_err(|e| failed("pushing a signature", e))?;
+    }
+    client
+        .push_manifest_raw(
+            &reference,
+            image.manifest,
+            HeaderValue::from_static("application/vnd.oci.image.manifest.v1+json"),
+        )
+        .await
+        .map_err(|e| failed("pushing the signature manifest", e))?;
+    Ok(())
 }

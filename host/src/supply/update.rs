@@ -36,6 +36,8 @@ pub struct Changed {
     pub profile: Profile,
     /// From the recorded file's profile to the new one's.
     pub diff: PermissionDiff,
+    /// Who signed it, as the trust policy checked it (for piton.lock).
+    pub signer: Option<String>,
     /// Why the recorded file has no profile (it is missing or does not load): then
     /// the diff is from nothing, so every tool counts as new.
     pub old_missing: Option<String>,
@@ -114,6 +116,7 @@ pub async fn check(
         return Ok(Found::UpToDate);
     }
     let checked = add.check(&fetched, &entry.source).await?;
+    let signer = add.trust(&reference, &entry.source, &fetched).await?;
     let new_file = add.folder().join(&entry.file);
     let profile = Profile::of_checked(&new_file, &checked);
     let (old, old_missing) = old_profile(&new_file, runtime).await;
@@ -123,6 +126,7 @@ pub async fn check(
         fetched,
         profile,
         diff,
+        signer,
         old_missing,
     })))
 }

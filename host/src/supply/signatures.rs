@@ -1,0 +1,231 @@
+//! A component's signatures, from where its source keeps them, and the check of
+//! them against piton.toml's `[trust]` that `piton add` and `piton update` make
+//! before a component goes into the plugins folder:
+//!
+//! - a local file: the Sigstore bundle `FILE.wasm.sigstore.json` beside it (or the
+//!   file `--signature` names);
+//! - a URL: the bundle at `URL.sigstore.json` (or the URL or file `--signature`
+//!   names); none there (404) is no signature;
+//! - an OCI image: cosign's signatures in the `sha256-HEX.sig` tag of its repository,
+//!   each payload checked against the digest its manifest gives.
+//!
+//! Every read is bounded; a signature that cannot be had is an error that names it,
+//! and none at all is left to the policy (refused only under `require = "signed"`).
+
+use std::path::{Path, PathBuf};
+
+use reqwest::header::{ACCEPT, HeaderValue};
+
+use super::fetched::{FetchError, FetchProblem, Fetched};
+use super::http::Http;
+use super::oci::{get_manifest, pull_headers};
+use super::reference::{OciRef, Reference};
+use super::trust::cosign_oci;
+use super::trust::{
+    self, Artifact, Digest, PrivateKey, SignatureMaterial, SimpleSignature, TrustPolicy,
+    VerifyError,
+};
+
+/// The most bytes of a bundle read.
+const MAX_BUNDLE: u64 = 1 << 20;
+/// The most signatures of an OCI image read.
+const MAX_SIGNATURES: usize = 16;
+
+/// The bundle beside a file or URL: `X.sigstore.json`.
+pub fn bundle_beside(path: &str) -> String {
+    format!("{path}.sigstore.json")
+}
+
+/// Why a component was not trusted: its signatures could not be had, or the policy
+/// refused them.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustError {
+    /// A signature that should be there could not be read.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// The policy refused the component.
+    #[error("{0}; nothing was changed (piton.toml [trust], see docs/trust.md)")]
+    Refused(#[from] VerifyError),
+}
+
+/// Checks `fetched`, from `reference` (written `given`), against `policy`, with the
+/// signatures its source keeps (`signature`: `--signature`). Gives the signer, as
+/// piton.lock records it.
+pub async fn check(
+    policy: &TrustPolicy,
+    reference: &Reference,
+    given: &str,
+    fetched: &Fetched,
+    signature: Option<&str>,
+) -> Result<Option<String>, TrustError> {
+    let fail = |problem| FetchError {
+        reference: given.to_owned(),
+        problem,
+    };
+    let verified = match reference {
+        Reference::Oci(oci) => {
+            let digest = fetched
+                .resolved
+                .as_deref()
+                .ok_or_else(|| fail(FetchProblem::Manifest("no manifest digest".into())))
+                .and_then(|d| {
+                    Digest::parse(d).map_err(|e| fail(FetchProblem::Manifest(e.to_string())))
+                })?;
+            let signatures = pull_signatures(oci, &digest).await.map_err(fail)?;
+            let materials: Vec<SignatureMaterial> = signatures
+                .into_iter()
+                .map(SignatureMaterial::Simple)
+                .collect();
+            let repository = format!("{}/{}", oci.registry, oci.repository);
+            let artifact = Artifact::OciManifest {
+                repository: &repository,
+                digest: &digest,
+            };
+            trust::verify(policy, given, artifact, &materials)?
+        }
+        Reference::Url { url, .. } => {
+            let bundle = match signature {
+                Some(given) => Some(read_bundle(given).await.map_err(fail)?),
+                None => get_if_there(&bundle_beside(url)).await.map_err(fail)?,
+            };
+            verify_file(policy, given, fetched, bundle)?
+        }
+        Reference::Path(path) => {
+            let bundle = match signature {
+                Some(given) => Some(read_bundle(given).await.map_err(fail)?),
+                None => {
+                    let beside = PathBuf::from(bundle_beside(&path.to_string_lossy()));
+                    match beside.try_exists() {
+                        Ok(true) => Some(read_file(&beside).map_err(fail)?),
+                        _ => None,
+                    }
+                }
+            };
+            verify_file(policy, given, fetched, bundle)?
+        }
+    };
+    Ok(verified.signer.map(|signer| signer.to_string()))
+}
+
+/// [`trust::verify`] of a fetched file with its bundle, if any.
+fn verify_file(
+    policy: &TrustPolicy,
+    given: &str,
+    fetched: &Fetched,
+    bundle: Option<Vec<u8>>,
+) -> Result<trust::Verified, VerifyError> {
+    let materials: Vec<SignatureMaterial> =
+        bundle.into_iter().map(SignatureMaterial::Bundle).collect();
+    if materials.is_empty() {
+        return trust::verify(policy, given, Artifact::File(&[]), &materials);
+    }
+    // The bundle is checked over the bytes: read them back from the temp file.
+    let bytes = std::fs::read(fetched.temp.path()).unwrap_or_default();
+    trust::verify(policy, given, Artifact::File(&bytes), &materials)
+}
+
+/// A bundle `--signature` names: a URL, or a file.
+async fn read_bundle(given: &str) -> Result<Vec<u8>, FetchProblem> {
+    if given.starts_with("https://") || given.starts_with("http://") {
+        let http = Http::new()?;
+        let response = http.send(given, Default::default(), false).await?;
+        Http::small_body(response, MAX_BUNDLE, "the signature bundle").await
+    } else {
+        read_file(Path::new(given))
+    }
+}
+
+/// The bundle at `url`, or `None` when there is none (404).
+async fn get_if_there(url: &str) -> Result<Option<Vec<u8>>, FetchProblem> {
+    let http = Http::new()?;
+    match http.send(url, Default::default(), false).await {
+        Ok(response) => Ok(Some(
+            Http::small_body(response, MAX_BUNDLE, "the signature bundle").await?,
+        )),
+        Err(FetchProblem::Status { status: 404, .. }) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+/// A bundle file, at most [`MAX_BUNDLE`] bytes.
+fn read_file(path: &Path) -> Result<Vec<u8>, FetchProblem> {
+    use std::io::Read as _;
+    let unreadable = |e: std::io::Error| {
+        FetchProblem::Read(std::io::Error::new(
+            e.kind(),
+            format!("the signature bundle {}: {e}", path.display()),
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_BUNDLE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_BUNDLE {
+        return Err(FetchProblem::TooLarge {
+            what: "the signature bundle",
+            size: bytes.len() as u64,
+            limit: MAX_BUNDLE,
+        });
+    }
+    Ok(bytes)
+}
+
+/// cosign's signatures of the manifest `digest` in `oci`'s repository: none when
+/// its `sha256-HEX.sig` tag is not there.
+pub(crate) async fn pull_signatures(
+    oci: &OciRef,
+    digest: &Digest,
+) -> Result<Vec<SimpleSignature>, FetchProblem> {
+    let http = Http::new()?;
+    let auth = pull_headers(oci).await?;
+    let base = format!("{}/v2/{}", oci.base_url(), oci.repository);
+    let mut accept = auth.clone();
+    accept.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/vnd.oci.image.manifest.v1+json"),
+    );
+    let url = format!("{base}/manifests/{}", cosign_oci::signature_tag(digest));
+    let manifest = match get_manifest(&http, &url, accept).await {
+        Ok((bytes, _)) => bytes,
+        Err(FetchProblem::Status { status: 404, .. }) => return Ok(Vec::new()),
+        Err(other) => return Err(other),
+    };
+    let layers = cosign_oci::decode_manifest(&manifest)
+        .map_err(|e| FetchProblem::Manifest(e.to_string()))?;
+    let mut signatures = Vec::new();
+    for layer in layers.into_iter().take(MAX_SIGNATURES) {
+        let url = format!("{base}/blobs/{}", layer.digest);
+        let response = http.send(&url, auth.clone(), false).await?;
+        let payload =
+            Http::small_body(response, cosign_oci::MAX_PAYLOAD, "a signature payload").await?;
+        let signature = layer
+            .with_payload(payload)
+            .map_err(|e| FetchProblem::Manifest(e.to_string()))?;
+        signatures.push(signature);
+    }
+    Ok(signatures)
+}
+
+/// Signs the manifest `digest` in `oci`'s repository with `key` and pushes the
+/// signature as cosign does (the `sha256-HEX.sig` tag), beside any already there.
+pub(crate) async fn push_signature(
+    oci: &OciRef,
+    digest: &Digest,
+    key: &PrivateKey,
+) -> Result<(), FetchProblem> {
+    let repository = format!("{}/{}", oci.registry, oci.repository);
+    let signature = cosign_oci::sign_manifest(&repository, digest, key)
+        .map_err(|e| FetchProblem::Client(e.to_string()))?;
+    let mut signatures = pull_signatures(oci, digest).await?;
+    signatures.retain(|s| s.payload != signature.payload || s.signature != signature.signature);
+    signatures.push(signature);
+    let image = cosign_oci::encode_manifest(&signatures);
+    let tag = OciRef {
+        tag: Some(cosign_oci::signature_tag(digest)),
+        digest: None,
+        ..oci.clone()
+    };
+    super::oci::push_image(&tag, image).await
+}
