@@ -245,7 +245,11 @@ impl Loader {
         match &self.at {
             PluginsAt::Folder(folder) => Some(Watched {
                 folder: folder.clone(),
-                files: self.config_file().into_iter().chain(self.lock_file()).collect(),
+                files: self
+                    .config_file()
+                    .into_iter()
+                    .chain(self.lock_file())
+                    .collect(),
             }),
             PluginsAt::Bundled => None,
         }

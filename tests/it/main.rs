@@ -35,6 +35,7 @@ mod server;
 mod shutdown;
 mod squat;
 mod structure;
+mod supply;
 mod support;
 mod toolbox;
 mod trace;

@@ -41,7 +41,8 @@ pub(super) fn place(arg: PluginsArg) -> Result<Place, String> {
         Some(file) => Config::load(file).map_err(|e| e.to_string())?,
         None => Config::default(),
     };
-    let lock = lock_file(file.as_deref(), Some(&folder)).unwrap_or_else(|| folder.join("piton.lock"));
+    let lock =
+        lock_file(file.as_deref(), Some(&folder)).unwrap_or_else(|| folder.join("piton.lock"));
     Ok(Place {
         folder,
         config,
@@ -125,7 +126,11 @@ pub(super) async fn add(args: AddArgs) -> io::Result<Outcome> {
     if let Some(resolved) = &added.entry.resolved {
         writeln!(out, "  manifest: {resolved}")?;
     }
-    writeln!(out, "  recorded in {}", shown.cell(&place.lock.display().to_string()))?;
+    writeln!(
+        out,
+        "  recorded in {}",
+        shown.cell(&place.lock.display().to_string())
+    )?;
     let count = added.checked.tools.len();
     writeln!(
         out,

@@ -68,17 +68,23 @@ pub(super) async fn list(registry: &Registry, as_json: bool) -> io::Result<Outco
 
 /// `piton list --sources`: each tool, its file, where `lock` says the file came
 /// from ("copied by hand" when it does not record it) and its digest.
-pub(super) async fn sources(registry: &Registry, lock: &Lock, as_json: bool) -> io::Result<Outcome> {
+pub(super) async fn sources(
+    registry: &Registry,
+    lock: &Lock,
+    as_json: bool,
+) -> io::Result<Outcome> {
     let listing = registry.list().await;
     for error in &listing.errors {
         say(format_args!("warning: {error}"));
     }
-    let rows: Vec<(String, String, String, Option<String>, Option<String>)> = listing
+    let rows: Vec<SourceRow> = listing
         .tools
         .iter()
         .map(|tool| {
             let name = tool.spec().name.clone();
-            let digest = tool.sandbox().map(|s| format!("sha256:{}", s.component.sha256));
+            let digest = tool
+                .sandbox()
+                .map(|s| format!("sha256:{}", s.component.sha256));
             match tool.source() {
                 ToolSource::File(path) => {
                     let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
@@ -131,6 +137,10 @@ pub(super) async fn sources(registry: &Registry, lock: &Lock, as_json: bool) -> 
     }
     Ok(Outcome::Success)
 }
+
+/// One tool of `piton list --sources`: its name, file, where it came from, its digest
+/// and (OCI) the manifest digest it resolved to.
+type SourceRow = (String, String, String, Option<String>, Option<String>);
 
 /// `sha256:` and the first 12 hex digits (`--json` gives them all).
 fn short_digest(digest: &str) -> String {

@@ -56,7 +56,11 @@ pub(super) async fn publish(file: &Path, target: &str) -> io::Result<Outcome> {
             let mut out = io::stdout().lock();
             writeln!(out, "published {} to {oci}", file.display())?;
             writeln!(out, "  manifest: {}", published.manifest)?;
-            writeln!(out, "  layer:    {} ({} bytes)", published.layer, published.size)?;
+            writeln!(
+                out,
+                "  layer:    {} ({} bytes)",
+                published.layer, published.size
+            )?;
             writeln!(
                 out,
                 "pull exactly these bytes with: piton add oci://{}/{}@{}",

@@ -41,8 +41,7 @@ impl SupplySettings {
     pub(crate) fn parse(raw: RawSupply) -> Result<Self, (String, ValueError)> {
         let mut settings = Self::default();
         if let Some(text) = raw.max_size {
-            settings.max_size =
-                parse_size(&text).map_err(|e| ("supply.max_size".to_owned(), e))?;
+            settings.max_size = parse_size(&text).map_err(|e| ("supply.max_size".to_owned(), e))?;
         }
         Ok(settings)
     }
@@ -63,7 +62,10 @@ mod tests {
         assert_eq!(parse("max_size = \"1KiB\"").map(|s| s.max_size), Ok(1024));
         assert_eq!(
             parse("max_size = \"huge\""),
-            Err(("supply.max_size".to_owned(), ValueError::Size("huge".into())))
+            Err((
+                "supply.max_size".to_owned(),
+                ValueError::Size("huge".into())
+            ))
         );
     }
 }

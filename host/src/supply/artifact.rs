@@ -69,9 +69,8 @@ pub fn component_layer(
         .collect();
     match <[OciDescriptor; 1]>::try_from(manifest.layers) {
         Ok([layer]) if layer.media_type == LAYER_MEDIA_TYPE => {
-            crate::supply::reference::parse_digest(&layer.digest).map_err(|e| {
-                FetchProblem::Manifest(format!("the layer's digest: {e}"))
-            })?;
+            crate::supply::reference::parse_digest(&layer.digest)
+                .map_err(|e| FetchProblem::Manifest(format!("the layer's digest: {e}")))?;
             if layer.size < 0 {
                 return Err(FetchProblem::Manifest(format!(
                     "the layer's size is {}",
@@ -134,7 +133,10 @@ pub fn manifest_json(wasm: &[u8], config: &[u8], created: &str, title: Option<&s
         config: descriptor(CONFIG_MEDIA_TYPE, config),
         layers: vec![OciDescriptor {
             annotations: title.map(|title| {
-                BTreeMap::from([("org.opencontainers.image.title".to_owned(), title.to_owned())])
+                BTreeMap::from([(
+                    "org.opencontainers.image.title".to_owned(),
+                    title.to_owned(),
+                )])
             }),
             ..descriptor(LAYER_MEDIA_TYPE, wasm)
         }],
@@ -192,34 +194,56 @@ mod tests {
 
     #[test]
     fn the_cncf_layout_gives_its_one_layer() {
-        let bytes = manifest(Some(MANIFEST_MEDIA_TYPE), CONFIG_MEDIA_TYPE, &[LAYER_MEDIA_TYPE]);
+        let bytes = manifest(
+            Some(MANIFEST_MEDIA_TYPE),
+            CONFIG_MEDIA_TYPE,
+            &[LAYER_MEDIA_TYPE],
+        );
         let layer = component_layer(&bytes, None).expect("the layout");
         assert_eq!(layer.size, 1);
         // The media type may come from the answer's Content-Type alone.
         let bytes = manifest(None, CONFIG_MEDIA_TYPE, &[LAYER_MEDIA_TYPE]);
-        assert!(component_layer(&bytes, Some("application/vnd.oci.image.manifest.v1+json")).is_ok());
+        assert!(
+            component_layer(&bytes, Some("application/vnd.oci.image.manifest.v1+json")).is_ok()
+        );
     }
 
     #[test]
     fn other_manifests_are_refused_by_what_they_are() {
         let refused = |bytes: &[u8], content_type| {
-            component_layer(bytes, content_type).expect_err("refused").to_string()
+            component_layer(bytes, content_type)
+                .expect_err("refused")
+                .to_string()
         };
         let docker = "application/vnd.docker.distribution.manifest.v2+json";
-        let text = refused(&manifest(Some(docker), CONFIG_MEDIA_TYPE, &[LAYER_MEDIA_TYPE]), None);
+        let text = refused(
+            &manifest(Some(docker), CONFIG_MEDIA_TYPE, &[LAYER_MEDIA_TYPE]),
+            None,
+        );
         assert!(text.contains(&format!("media type is {docker}")), "{text}");
         let text = refused(
-            &manifest(Some(MANIFEST_MEDIA_TYPE), "application/vnd.oci.image.config.v1+json", &[LAYER_MEDIA_TYPE]),
+            &manifest(
+                Some(MANIFEST_MEDIA_TYPE),
+                "application/vnd.oci.image.config.v1+json",
+                &[LAYER_MEDIA_TYPE],
+            ),
             None,
         );
         assert!(text.contains("config has media type"), "{text}");
         let text = refused(
-            &manifest(Some(MANIFEST_MEDIA_TYPE), CONFIG_MEDIA_TYPE, &[LAYER_MEDIA_TYPE, LAYER_MEDIA_TYPE]),
+            &manifest(
+                Some(MANIFEST_MEDIA_TYPE),
+                CONFIG_MEDIA_TYPE,
+                &[LAYER_MEDIA_TYPE, LAYER_MEDIA_TYPE],
+            ),
             None,
         );
         assert!(text.contains("has 2 layer(s)"), "{text}");
         let tar = "application/vnd.oci.image.layer.v1.tar";
-        let text = refused(&manifest(Some(MANIFEST_MEDIA_TYPE), CONFIG_MEDIA_TYPE, &[tar]), None);
+        let text = refused(
+            &manifest(Some(MANIFEST_MEDIA_TYPE), CONFIG_MEDIA_TYPE, &[tar]),
+            None,
+        );
         assert!(text.contains(tar), "{text}");
         let index = serde_json::json!({"schemaVersion": 2, "mediaType": OCI_IMAGE_INDEX_MEDIA_TYPE, "manifests": []});
         let text = refused(&serde_json::to_vec(&index).expect("json"), None);

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use crate::limits::format_size;
 
-
 /// How a fetch is bounded: piton.toml's `[supply]` table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FetchLimits {
@@ -76,7 +75,9 @@ pub enum FetchProblem {
         status: u16,
     },
     /// A redirect not followed.
-    #[error("refused a redirect from {from} to {to}: {why}; fetch from where it leads, if you trust it")]
+    #[error(
+        "refused a redirect from {from} to {to}: {why}; fetch from where it leads, if you trust it"
+    )]
     Redirect {
         /// Where it was asked.
         from: String,

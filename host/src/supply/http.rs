@@ -51,7 +51,9 @@ impl Http {
                 let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
                 (host, url.port_or_known_default())
             };
-            let same_host = from.as_ref().is_some_and(|from| host(from).0 == host(&to).0);
+            let same_host = from
+                .as_ref()
+                .is_some_and(|from| host(from).0 == host(&to).0);
             if !same_host {
                 return attempt.error(refuse("it leads to another host"));
             }
@@ -112,7 +114,11 @@ impl Http {
         if let Some(length) = response.content_length()
             && length > limit
         {
-            return Err(FetchProblem::TooLarge { what, size: length, limit });
+            return Err(FetchProblem::TooLarge {
+                what,
+                size: length,
+                limit,
+            });
         }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| problem_of(&url, &e))? {

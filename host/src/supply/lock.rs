@@ -300,7 +300,10 @@ mod tests {
         let text = error.to_string();
         assert!(text.starts_with(&file.display().to_string()), "{text}");
         assert!(text.contains("does not parse"), "{text}");
-        assert!(text.contains("delete it and `piton add` each component again"), "{text}");
+        assert!(
+            text.contains("delete it and `piton add` each component again"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -329,7 +332,10 @@ mod tests {
     #[test]
     fn the_lock_sits_beside_piton_toml_else_in_the_plugins_folder() {
         assert_eq!(
-            lock_file(Some(Path::new("/etc/piton/piton.toml")), Some(Path::new("/p"))),
+            lock_file(
+                Some(Path::new("/etc/piton/piton.toml")),
+                Some(Path::new("/p"))
+            ),
             Some(PathBuf::from("/etc/piton/piton.lock"))
         );
         assert_eq!(

@@ -54,7 +54,11 @@ fn client(registry: &OciRef) -> Result<Client, FetchProblem> {
 async fn pull_headers(oci: &OciRef) -> Result<HeaderMap, FetchProblem> {
     let client = client(oci)?;
     let token = client
-        .auth(&oci.to_client(), &RegistryAuth::Anonymous, RegistryOperation::Pull)
+        .auth(
+            &oci.to_client(),
+            &RegistryAuth::Anonymous,
+            RegistryOperation::Pull,
+        )
         .await
         .map_err(|e| FetchProblem::Registry(format!("the token handshake failed: {e}")))?;
     let mut headers = HeaderMap::new();
@@ -93,8 +97,17 @@ pub(crate) async fn pull(
                 None => {
                     let (bytes, content_type) = get_manifest(&http, &url, accept.clone()).await?;
                     let digest = artifact::digest_of(&bytes);
-                    return pull_layer(&http, &base, &auth, &bytes, content_type, digest, temp, limits)
-                        .await;
+                    return pull_layer(
+                        &http,
+                        &base,
+                        &auth,
+                        &bytes,
+                        content_type,
+                        digest,
+                        temp,
+                        limits,
+                    )
+                    .await;
                 }
             }
         }
@@ -121,7 +134,17 @@ pub(crate) async fn pull(
             },
         });
     }
-    pull_layer(&http, &base, &auth, &bytes, content_type, digest, temp, limits).await
+    pull_layer(
+        &http,
+        &base,
+        &auth,
+        &bytes,
+        content_type,
+        digest,
+        temp,
+        limits,
+    )
+    .await
 }
 
 /// The manifest at `url`: its bytes (at most [`MAX_MANIFEST`]) and Content-Type.
@@ -200,7 +223,11 @@ pub async fn publish(
         FetchProblem::Registry(format!("{what} failed: {e}"))
     };
     client
-        .auth(&reference, &RegistryAuth::Anonymous, RegistryOperation::Push)
+        .auth(
+            &reference,
+            &RegistryAuth::Anonymous,
+            RegistryOperation::Push,
+        )
         .await
         .map_err(|e| failed("the token handshake", e))?;
     let config = artifact::config_json(&wasm, created, None);
@@ -218,7 +245,11 @@ pub async fn publish(
         .map_err(|e| failed("pushing the config", e))?;
     let digest = artifact::digest_of(&manifest);
     client
-        .push_manifest_raw(&reference, manifest, HeaderValue::from_static(MANIFEST_MEDIA_TYPE))
+        .push_manifest_raw(
+            &reference,
+            manifest,
+            HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
+        )
         .await
         .map_err(|e| failed("pushing the manifest", e))?;
     Ok(Published {

@@ -84,7 +84,9 @@ pub enum RefProblem {
     )]
     Repository(String),
     /// A tag the OCI distribution spec does not allow.
-    #[error("tag {0:?} is not a valid tag: up to 128 letters, digits, `_`, `.` or `-`, not starting with `.` or `-`")]
+    #[error(
+        "tag {0:?} is not a valid tag: up to 128 letters, digits, `_`, `.` or `-`, not starting with `.` or `-`"
+    )]
     Tag(String),
     /// Neither a tag nor a digest.
     #[error("name a tag (oci://…/REPO:1.0) or a digest (oci://…/REPO@sha256:HEX)")]
@@ -145,7 +147,10 @@ impl Reference {
                 let path = url.split(['?', '#']).next().unwrap_or_default();
                 path.rsplit('/').next().unwrap_or_default()
             }
-            Self::Path(path) => path.file_name().and_then(|n| n.to_str()).unwrap_or_default(),
+            Self::Path(path) => path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default(),
         };
         let stem = last.strip_suffix(".wasm").unwrap_or(last);
         let name: String = stem
@@ -260,7 +265,9 @@ fn valid_repository(name: &str) -> bool {
             let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
             bytes.first().is_some_and(alnum)
                 && bytes.last().is_some_and(alnum)
-                && bytes.iter().all(|b| alnum(b) || matches!(b, b'.' | b'_' | b'-'))
+                && bytes
+                    .iter()
+                    .all(|b| alnum(b) || matches!(b, b'.' | b'_' | b'-'))
                 && !part.contains("..")
                 && !part.contains("___")
                 && !part.contains("._")
@@ -294,14 +301,19 @@ fn check_host(text: &str) -> Result<(), RefProblem> {
         return Err(bad());
     }
     if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return inner.parse::<std::net::Ipv6Addr>().map(|_| ()).map_err(|_| bad());
+        return inner
+            .parse::<std::net::Ipv6Addr>()
+            .map(|_| ())
+            .map_err(|_| bad());
     }
     let ok = !host.is_empty()
         && host.len() <= 253
         && host.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         });
@@ -356,7 +368,10 @@ mod tests {
         assert_eq!(r.digest, None);
         assert!(r.is_loopback());
         assert_eq!(r.base_url(), "http://127.0.0.1:5000");
-        let r = oci(&format!("oci://ghcr.io/me/tool@sha256:{}", HEX.to_uppercase()));
+        let r = oci(&format!(
+            "oci://ghcr.io/me/tool@sha256:{}",
+            HEX.to_uppercase()
+        ));
         assert_eq!(r.tag, None);
         assert_eq!(r.digest, Some(format!("sha256:{HEX}")));
         assert_eq!(r.base_url(), "https://ghcr.io");
@@ -368,7 +383,10 @@ mod tests {
     #[test]
     fn bad_oci_references_say_how_to_write_them() {
         assert_eq!(problem("oci://ghcr.io", None), RefProblem::OciShape);
-        assert_eq!(problem("oci://ghcr.io/me/tool", None), RefProblem::NoTagOrDigest);
+        assert_eq!(
+            problem("oci://ghcr.io/me/tool", None),
+            RefProblem::NoTagOrDigest
+        );
         assert_eq!(
             problem("oci://ghcr.io/Me/tool:1", None),
             RefProblem::Repository("Me/tool".into())
@@ -390,7 +408,12 @@ mod tests {
             RefProblem::Host("host:99999".into())
         );
         let error = Reference::parse("oci://ghcr.io/me/tool", None).expect_err("no tag");
-        assert!(error.to_string().starts_with("oci://ghcr.io/me/tool: name a tag"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("oci://ghcr.io/me/tool: name a tag"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -411,8 +434,12 @@ mod tests {
             problem("https://example.com/x.wasm", Some("12")),
             RefProblem::Sha256(_)
         ));
-        assert_eq!(problem("ftp://example.com/x", None), RefProblem::Scheme("ftp".into()));
-        let url = Reference::parse("http://127.0.0.1:8080/dl/x.wasm?v=1", Some(HEX)).expect("loopback");
+        assert_eq!(
+            problem("ftp://example.com/x", None),
+            RefProblem::Scheme("ftp".into())
+        );
+        let url =
+            Reference::parse("http://127.0.0.1:8080/dl/x.wasm?v=1", Some(HEX)).expect("loopback");
         assert_eq!(url.default_name().as_deref(), Some("x"));
         assert!(matches!(url, Reference::Url { ref host, .. } if host == "127.0.0.1:8080"));
         assert!(Reference::parse("https://example.com/x.wasm", Some(HEX)).is_ok());
@@ -424,7 +451,9 @@ mod tests {
         assert_eq!(path, Reference::Path("./build/my tool.wasm".into()));
         assert_eq!(path.default_name().as_deref(), Some("my_tool"));
         assert_eq!(
-            oci("oci://h.io/a/word-count:1").default_name().as_deref(),
+            Reference::Oci(oci("oci://h.io/a/word-count:1"))
+                .default_name()
+                .as_deref(),
             Some("word-count")
         );
         assert_eq!(Reference::Path("/".into()).default_name(), None);
@@ -432,10 +461,21 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        for host in ["localhost", "LOCALHOST:80", "127.0.0.1", "127.1.2.3:5000", "[::1]:5000"] {
+        for host in [
+            "localhost",
+            "LOCALHOST:80",
+            "127.0.0.1",
+            "127.1.2.3:5000",
+            "[::1]:5000",
+        ] {
             assert!(is_loopback(host), "{host}");
         }
-        for host in ["example.com", "10.0.0.1", "[::2]:80", "localhost.example.com"] {
+        for host in [
+            "example.com",
+            "10.0.0.1",
+            "[::2]:80",
+            "localhost.example.com",
+        ] {
             assert!(!is_loopback(host), "{host}");
         }
     }
