@@ -321,3 +321,40 @@ fn bytes_that_are_not_a_piton_tool_are_not_added() {
         "it does not load as a piton tool",
     );
 }
+
+#[test]
+fn a_manifest_that_is_not_the_digest_its_registry_gives_is_refused() {
+    // No HEAD (405): the tag is read with one GET, whose digest header lies.
+    let wasm = word_count();
+    let served = manifest(MANIFEST_TYPE, LAYER_TYPE, &digest(&wasm), wasm.len());
+    let said = digest(b"another manifest");
+    let server = BadServer::start(|_| {
+        BTreeMap::from([
+            (
+                "GET /v2/".to_owned(),
+                Answer::ok("application/json", b"{}".to_vec()),
+            ),
+            (
+                "HEAD /v2/bad/x/manifests/1".to_owned(),
+                Answer {
+                    status: 405,
+                    headers: Vec::new(),
+                    body: Vec::new(),
+                },
+            ),
+            (
+                "GET /v2/bad/x/manifests/1".to_owned(),
+                Answer::ok(MANIFEST_TYPE, served.clone()).header("Docker-Content-Digest", &said),
+            ),
+        ])
+    });
+    refused(
+        &format!("oci://{}/bad/x:1", server.addr),
+        &[],
+        1,
+        &format!(
+            "the manifest has digest {}, but {said} (its Docker-Content-Digest) was expected",
+            digest(&served)
+        ),
+    );
+}
