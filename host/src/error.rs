@@ -177,25 +177,8 @@ pub enum LoadErrorKind {
     },
     /// Its SHA-256 is not the one piton.lock records for its file: it was neither
     /// compiled nor run.
-    #[error(
-        "refused: its sha256 is {actual}, but {} records sha256:{locked} for it \
-         ([components.{name}], added from {added_from}); the file changed since `piton add` \
-         put it there: put the recorded file back, or fetch it again with \
-         `piton add {added_from} --name {name} --force`",
-        .lock.display()
-    )]
-    Locked {
-        /// The lock file.
-        lock: std::path::PathBuf,
-        /// The component's name in it.
-        name: String,
-        /// Where it was added from.
-        added_from: String,
-        /// The digest recorded, in hex.
-        locked: String,
-        /// The digest of the file, in hex.
-        actual: String,
-    },
+    #[error(transparent)]
+    Locked(Box<LockedFile>),
     /// Two tools with one name.
     #[error(
         "tool `{name}` is also defined by {other}; rename one (piton.toml can rename) or remove it"
@@ -269,4 +252,26 @@ fn bound_to(name: &str, from: &str, bound: &Bound) -> String {
              back, or set from to the file whose tool should have the name"
         ),
     }
+}
+
+/// A plugins folder file whose SHA-256 is not the one piton.lock records for it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refused: its sha256 is {actual}, but {} records sha256:{locked} for it \
+     ([components.{name}], added from {added_from}); the file changed since `piton add` \
+     put it there: put the recorded file back, or fetch it again with \
+     `piton add {added_from} --name {name} --force`",
+    .lock.display()
+)]
+pub struct LockedFile {
+    /// The lock file.
+    pub lock: std::path::PathBuf,
+    /// The component's name in it.
+    pub name: String,
+    /// Where it was added from.
+    pub added_from: String,
+    /// The digest recorded, in hex.
+    pub locked: String,
+    /// The digest of the file, in hex.
+    pub actual: String,
 }

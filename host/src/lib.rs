@@ -65,7 +65,7 @@ pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use call::CallContext;
 pub use config::audit::{AuditSettings, AuditTo};
 pub use config::tracing::{OtlpEndpoint, TracingSettings};
-pub use error::{Bound, CallError, LoadError, LoadErrorKind, Trap};
+pub use error::{Bound, CallError, LoadError, LoadErrorKind, LockedFile, Trap};
 pub use group::{
     CheckedTool, DynGroup, GroupNameError, GroupTools, SpecError, ToolGroup, check_group_name,
 };

@@ -36,6 +36,7 @@ mod server;
 mod shutdown;
 mod squat;
 mod structure;
+mod supply;
 mod support;
 mod toolbox;
 mod trace;

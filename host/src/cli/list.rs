@@ -77,7 +77,7 @@ pub(super) async fn sources(
     for error in &listing.errors {
         say(format_args!("warning: {error}"));
     }
-    let rows: Vec<(String, String, String, Option<String>, Option<String>)> = listing
+    let rows: Vec<SourceRow> = listing
         .tools
         .iter()
         .map(|tool| {
@@ -137,6 +137,10 @@ pub(super) async fn sources(
     }
     Ok(Outcome::Success)
 }
+
+/// One tool of `piton list --sources`: its name, file, where it came from, its digest
+/// and (OCI) the manifest digest it resolved to.
+type SourceRow = (String, String, String, Option<String>, Option<String>);
 
 /// `sha256:` and the first 12 hex digits (`--json` gives them all).
 fn short_digest(digest: &str) -> String {

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::error::{LoadError, LoadErrorKind};
+use crate::error::{LoadError, LoadErrorKind, LockedFile};
 use crate::source::ToolSource;
 
 /// A SHA-256 digest, as a pin gives it.
@@ -142,13 +142,13 @@ impl Pin {
                 pinned: self.sha256.to_string(),
                 actual: actual.to_owned(),
             },
-            PinnedBy::Lock { file, source } => LoadErrorKind::Locked {
+            PinnedBy::Lock { file, source } => LoadErrorKind::Locked(Box::new(LockedFile {
                 lock: file.clone(),
                 name: self.section.clone(),
                 added_from: source.clone(),
                 locked: self.sha256.to_string(),
                 actual: actual.to_owned(),
-            },
+            })),
         };
         Err(LoadError {
             plugin: plugin.clone(),

@@ -85,8 +85,13 @@ pub(crate) async fn pull(
         (Some(digest), _) => (digest.clone(), None),
         (None, Some(tag)) => {
             let url = format!("{base}/manifests/{tag}");
-            let head = http.send(&url, accept.clone(), true).await?;
-            match header(head.headers(), "docker-content-digest") {
+            // A registry that does not answer HEAD (405) is read with one GET.
+            let head = match http.send(&url, accept.clone(), true).await {
+                Ok(head) => header(head.headers(), "docker-content-digest").map(str::to_owned),
+                Err(FetchProblem::Status { status: 405, .. }) => None,
+                Err(e) => return Err(e),
+            };
+            match head.as_deref() {
                 Some(digest) => {
                     let digest = crate::supply::reference::parse_digest(digest).map_err(|e| {
                         FetchProblem::Registry(format!("its Docker-Content-Digest: {e}"))
@@ -147,7 +152,8 @@ pub(crate) async fn pull(
     .await
 }
 
-/// The manifest at `url`: its bytes (at most [`MAX_MANIFEST`]) and Content-Type.
+/// The manifest at `url`: its bytes (at most [`MAX_MANIFEST`]) and Content-Type. A
+/// Docker-Content-Digest the registry gives with it must be the bytes' digest.
 pub(crate) async fn get_manifest(
     http: &Http,
     url: &str,
@@ -155,8 +161,17 @@ pub(crate) async fn get_manifest(
 ) -> Result<(Vec<u8>, Option<String>), FetchProblem> {
     let response = http.send(url, headers, false).await?;
     let content_type = header(response.headers(), CONTENT_TYPE.as_str()).map(str::to_owned);
+    let said = header(response.headers(), "docker-content-digest").map(str::to_ascii_lowercase);
     let bytes = Http::small_body(response, MAX_MANIFEST, "the manifest").await?;
-    Ok((bytes, content_type))
+    let found = artifact::digest_of(&bytes);
+    match said {
+        Some(said) if said != found => Err(FetchProblem::Digest {
+            what: "the manifest",
+            expected: format!("{said} (its Docker-Content-Digest)"),
+            found,
+        }),
+        _ => Ok((bytes, content_type)),
+    }
 }
 
 /// The component layer of `manifest` (whose digest is `digest`) into `temp`.

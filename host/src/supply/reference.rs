@@ -451,7 +451,9 @@ mod tests {
         assert_eq!(path, Reference::Path("./build/my tool.wasm".into()));
         assert_eq!(path.default_name().as_deref(), Some("my_tool"));
         assert_eq!(
-            oci("oci://h.io/a/word-count:1").default_name().as_deref(),
+            Reference::Oci(oci("oci://h.io/a/word-count:1"))
+                .default_name()
+                .as_deref(),
             Some("word-count")
         );
         assert_eq!(Reference::Path("/".into()).default_name(), None);

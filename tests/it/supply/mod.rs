@@ -1,0 +1,271 @@
+//! Getting tools: `piton add`, `piton remove`, `piton list --sources` and `piton
+//! publish`, against a real OCI registry (Debian's docker-registry, distribution 2.8,
+//! started here on loopback with its storage in a temp folder), against ORAS's Python
+//! client, and against a small server of this file that answers each bad way a
+//! registry or URL can; and piton.lock holding the plugins folder to its digests.
+//!
+//! docker-registry is in tests/packages.txt: a missing one fails the registry tests,
+//! unless `PITON_SKIP=docker-registry` asks to skip them.
+
+mod bad;
+mod interop;
+mod lock;
+mod registry;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::support::{Running, piton, run};
+
+/// `sha256:HEX` of `bytes`.
+pub(crate) fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// `piton ARGS --plugins folder`, run to its end.
+pub(crate) fn piton_in(folder: &Path, args: &[&str]) -> Output {
+    run(piton().args(args).arg("--plugins").arg(folder))
+}
+
+/// What is in `folder`, by name.
+pub(crate) fn files_in(folder: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(folder)
+        .expect("the folder reads")
+        .map(|entry| {
+            entry
+                .expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Debian's docker-registry on a free loopback port with its storage in a temp
+/// folder, no auth; killed when dropped.
+pub(crate) struct Registry {
+    /// `127.0.0.1:PORT`.
+    pub(crate) addr: String,
+    _running: Running,
+    _dir: tempfile::TempDir,
+}
+
+impl Registry {
+    /// Starts one, or `None` when docker-registry is missing and `PITON_SKIP` names
+    /// it (else the test fails, saying how to install it).
+    pub(crate) fn start() -> Option<Self> {
+        if !piton_tests::requirements::require("docker-registry") {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("config.yml");
+        let storage = dir.path().join("storage");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: {}
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:0
+",
+                storage.display()
+            ),
+        )
+        .expect("write the registry's config");
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("docker-registry starts");
+        let running = Running::new(child);
+        // It logs the address it listens on: msg="listening on 127.0.0.1:PORT".
+        let line = running.stderr.wait_for("listening on ");
+        let addr = line
+            .split_once("listening on ")
+            .and_then(|(_, rest)| rest.split(['"', ' ']).next())
+            .unwrap_or_else(|| panic!("no address in {line}"))
+            .to_owned();
+        Some(Self {
+            addr,
+            _running: running,
+            _dir: dir,
+        })
+    }
+}
+
+/// One answer of a [`BadServer`].
+#[derive(Clone, Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Answer {
+    pub(crate) fn ok(content_type: &str, body: Vec<u8>) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("Content-Type".into(), content_type.into())],
+            body,
+        }
+    }
+
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// A small HTTP/1.1 server answering each `METHOD PATH` from a fixed table (a 404
+/// for anything else), one connection at a time: a registry or URL that answers
+/// badly. Stops when dropped.
+pub(crate) struct BadServer {
+    pub(crate) addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl BadServer {
+    /// Binds a free loopback port, then serves the answers `routes` gives for it.
+    pub(crate) fn start(routes: impl FnOnce(SocketAddr) -> BTreeMap<String, Answer>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let addr = listener.local_addr().expect("its address");
+        let routes = routes(addr);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                if let Ok(stream) = stream {
+                    answer(stream, &routes);
+                }
+            }
+        });
+        Self { addr, stop }
+    }
+}
+
+impl Drop for BadServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+/// Reads one request from `stream` and writes the answer `routes` has for it.
+fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("the stream clones"));
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    let mut length = 0_usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let _ = reader
+        .by_ref()
+        .take(length as u64)
+        .read_to_end(&mut Vec::new());
+    let mut words = first.split_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let key = format!("{method} {path}");
+    let get = format!("GET {path}");
+    let found = routes
+        .get(&key)
+        .or_else(|| (method == "HEAD").then(|| routes.get(&get)).flatten());
+    let not_found = Answer {
+        status: 404,
+        headers: Vec::new(),
+        body: b"not here".to_vec(),
+    };
+    let answer = found.unwrap_or(&not_found);
+    let mut head = format!("HTTP/1.1 {} X\r\nConnection: close\r\n", answer.status);
+    for (name, value) in &answer.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", answer.body.len()));
+    let _ = stream.write_all(head.as_bytes());
+    if method != "HEAD" {
+        let _ = stream.write_all(&answer.body);
+    }
+    let _ = stream.flush();
+}
+
+/// The media types of the CNCF Wasm OCI artifact layout.
+pub(crate) const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+pub(crate) const CONFIG_TYPE: &str = "application/vnd.wasm.config.v0+json";
+pub(crate) const LAYER_TYPE: &str = "application/wasm";
+
+/// A manifest of `media_type` with one layer of `layer_type`, digest `layer_digest`
+/// and `size`.
+pub(crate) fn manifest(
+    media_type: &str,
+    layer_type: &str,
+    layer_digest: &str,
+    size: usize,
+) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "config": {"mediaType": CONFIG_TYPE, "digest": digest(b"{}"), "size": 2},
+        "layers": [{"mediaType": layer_type, "digest": layer_digest, "size": size}],
+    }))
+    .expect("json")
+}
+
+/// A registry's routes serving `manifest` as `repo:tag` (HEAD and GET by tag and by
+/// digest), its layer's bytes at `layer_digest` from `layer`, and the `/v2/` check.
+pub(crate) fn registry_routes(
+    repo: &str,
+    tag: &str,
+    manifest: &[u8],
+    layer_digest: &str,
+    layer: Answer,
+) -> BTreeMap<String, Answer> {
+    let manifest_digest = digest(manifest);
+    let served = Answer::ok(MANIFEST_TYPE, manifest.to_vec())
+        .header("Docker-Content-Digest", &manifest_digest);
+    BTreeMap::from([
+        (
+            "GET /v2/".to_owned(),
+            Answer::ok("application/json", b"{}".to_vec()),
+        ),
+        (format!("GET /v2/{repo}/manifests/{tag}"), served.clone()),
+        (
+            format!("GET /v2/{repo}/manifests/{manifest_digest}"),
+            served,
+        ),
+        (format!("GET /v2/{repo}/blobs/{layer_digest}"), layer),
+    ])
+}
