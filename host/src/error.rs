@@ -179,6 +179,10 @@ pub enum LoadErrorKind {
     /// compiled nor run.
     #[error(transparent)]
     Locked(Box<LockedFile>),
+    /// piton.toml's `[trust]` requires a signature this file does not have (or one
+    /// it no longer trusts): it was neither compiled nor run.
+    #[error("{0}")]
+    Untrusted(String),
     /// Two tools with one name.
     #[error(
         "tool `{name}` is also defined by {other}; rename one (piton.toml can rename) or remove it"

@@ -280,11 +280,15 @@ impl Loader {
         }
         let protected = plugins::protected(&self.at, &config, &self.runtime);
         let (mut files, mut named, mut read_tools) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
-        let locked = match self.lock_file() {
-            Some(file) => Lock::load(&file)?.pins(&file),
-            None => BTreeMap::new(),
+        let (lock, locked) = match self.lock_file() {
+            Some(file) => {
+                let lock = Lock::load(&file)?;
+                let pins = lock.pins(&file);
+                (lock, pins)
+            }
+            None => (Lock::default(), BTreeMap::new()),
         };
-        for read in plugins::read_locked(&self.runtime, &self.at, &config, &locked).await? {
+        for read in plugins::read_locked(&self.runtime, &self.at, &config, &locked, &lock).await? {
             let tools = match read {
                 Ok(tools) => tools,
                 Err(error) => {

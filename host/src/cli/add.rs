@@ -90,10 +90,15 @@ pub(super) async fn add(args: AddArgs) -> io::Result<Outcome> {
     let limits = FetchLimits {
         max_size: place.config.supply.max_size,
     };
-    let adding = Add::new(runtime, place.folder.clone(), place.lock.clone())
-        .with_limits(limits)
-        .with_force(args.force)
-        .with_trust(place.config.trust.clone(), args.signature);
+    let adding = Add::new(
+        runtime,
+        place.folder.clone(),
+        place.lock.clone(),
+        place.config.trust.clone(),
+    )
+    .with_limits(limits)
+    .with_force(args.force)
+    .with_signature(args.signature);
     let added = match adding
         .run(&reference, &args.reference, expected, args.name.as_deref())
         .await

@@ -66,8 +66,13 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
     let limits = FetchLimits {
         max_size: place.config.supply.max_size,
     };
-    let add =
-        Add::new(runtime.clone(), place.folder.clone(), place.lock.clone()).with_limits(limits);
+    let add = Add::new(
+        runtime.clone(),
+        place.folder.clone(),
+        place.lock.clone(),
+        place.config.trust.clone(),
+    )
+    .with_limits(limits);
     let mut outcome = Outcome::Success;
     let shown = Shown::stdout();
     for name in names {

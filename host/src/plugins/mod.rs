@@ -11,7 +11,8 @@ use crate::config::values::env_path;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::protected::Protected;
 use crate::source::ToolSource;
-use crate::supply::lock::LOCK_FILE;
+use crate::supply::at_load;
+use crate::supply::lock::{LOCK_FILE, Lock};
 use crate::upstream::{StdioCommand, UpstreamConnect};
 use crate::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
 
@@ -177,16 +178,19 @@ pub async fn read(
     at: &PluginsAt,
     config: &Config,
 ) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
-    read_locked(runtime, at, config, &BTreeMap::new()).await
+    read_locked(runtime, at, config, &BTreeMap::new(), &Lock::default()).await
 }
 
 /// [`read`], each file that `locked` (piton.lock's pins, by file name) names refused,
-/// unread by the engine, when its digest is not the one recorded.
+/// unread by the engine, when its digest is not the one recorded; and each file
+/// piton.toml's `[trust]` refuses, with `lock`'s signers (see
+/// [`crate::supply::at_load`]).
 pub async fn read_locked(
     runtime: &WasmRuntime,
     at: &PluginsAt,
     config: &Config,
     locked: &BTreeMap<String, Pin>,
+    lock: &Lock,
 ) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
     let pins: &Pins = &config.pins;
     Ok(match at {
@@ -196,14 +200,23 @@ pub async fn read_locked(
                 source,
             })?;
             let check = entry::check(config);
+            let mut refused = at_load::refused(&files, lock, &config.trust);
             let loads = files.into_iter().map(|file| {
                 let runtime = runtime.clone();
                 let source = ToolSource::File(file.clone());
                 let name = file.file_name().and_then(|name| name.to_str());
+                let untrusted = name.and_then(|name| refused.remove(name));
                 let lock_pin = name.and_then(|name| locked.get(name)).cloned();
                 let pins: Vec<Pin> = pins.file(&file).into_iter().chain(lock_pin).collect();
                 let check = check.clone();
+                let plugin = source.clone();
                 (source, async move {
+                    if let Some(why) = untrusted {
+                        return Err(LoadError {
+                            plugin,
+                            kind: LoadErrorKind::Untrusted(why),
+                        });
+                    }
                     let pins: Vec<&Pin> = pins.iter().collect();
                     runtime.load_file_checked(&file, &pins, Some(check)).await
                 })

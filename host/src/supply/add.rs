@@ -122,14 +122,15 @@ pub enum AddError {
 
 impl Add {
     /// Adds into the plugins `folder`, recording in the `lock` file, checking with
-    /// `runtime`; the default limits, no `--force`.
-    pub fn new(runtime: WasmRuntime, folder: PathBuf, lock: PathBuf) -> Self {
+    /// `runtime` and the `trust` policy (piton.toml's `[trust]`); the default
+    /// limits, no `--force`, signatures where the source keeps them.
+    pub fn new(runtime: WasmRuntime, folder: PathBuf, lock: PathBuf, trust: TrustPolicy) -> Self {
         Self {
             runtime,
             folder,
             lock,
             limits: FetchLimits::default(),
-            trust: TrustPolicy::default(),
+            trust,
             signature: None,
             force: false,
         }
@@ -150,11 +151,9 @@ impl Add {
         self
     }
 
-    /// Checks signatures against `trust` (piton.toml's `[trust]`), with the bundle
-    /// `signature` names if given (`--signature`), else where the source keeps them
-    /// (see [`crate::supply::signatures`]).
-    pub fn with_trust(mut self, trust: TrustPolicy, signature: Option<String>) -> Self {
-        self.trust = trust;
+    /// Checks the bundle `signature` names if given (`--signature`), else the
+    /// signatures where the source keeps them (see [`crate::supply::signatures`]).
+    pub fn with_signature(mut self, signature: Option<String>) -> Self {
         self.signature = signature;
         self
     }

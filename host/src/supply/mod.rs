@@ -17,7 +17,8 @@
 //! let given = "oci://127.0.0.1:5000/tools/word-count:1.0";
 //! let reference = Reference::parse(given, None)?;
 //! let runtime = WasmRuntime::new(RuntimeConfig::default())?;
-//! let add = Add::new(runtime, "plugins".into(), "plugins/piton.lock".into());
+//! let trust = Default::default(); // piton.toml's [trust]: here, digests only
+//! let add = Add::new(runtime, "plugins".into(), "plugins/piton.lock".into(), trust);
 //! let added = add.run(&reference, given, None, None).await?;
 //! println!("{}: {} ({})", added.name, added.entry.file, added.entry.digest);
 //! # Ok(()) }
@@ -25,6 +26,7 @@
 
 pub mod add;
 pub mod artifact;
+pub mod at_load;
 pub mod capability;
 pub mod diff;
 #[cfg(test)]

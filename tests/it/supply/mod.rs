@@ -11,6 +11,7 @@ mod bad;
 mod interop;
 mod lock;
 mod registry;
+mod signed;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
