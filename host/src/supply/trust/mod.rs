@@ -193,4 +193,6 @@ pub fn verify(
 }
 
 #[cfg(test)]
+mod keyless_tests;
+#[cfg(test)]
 mod tests;
