@@ -38,4 +38,5 @@ mod structure;
 mod support;
 mod toolbox;
 mod trace;
+mod trust;
 mod upstream;
