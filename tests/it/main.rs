@@ -40,5 +40,6 @@ mod supply;
 mod support;
 mod toolbox;
 mod trace;
+mod trust;
 mod update;
 mod upstream;

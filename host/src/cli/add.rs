@@ -60,7 +60,7 @@ pub(super) struct AddArgs {
     pub(super) plugins: PluginsArg,
 }
 
-pub(super) async fn add(args: AddArgs) -> io::Result<Outcome> {
+pub(super) async fn add(mut args: AddArgs) -> io::Result<Outcome> {
     let place = match place(args.plugins) {
         Ok(place) => place,
         Err(e) => {
@@ -75,6 +75,14 @@ pub(super) async fn add(args: AddArgs) -> io::Result<Outcome> {
             return Ok(Outcome::Usage);
         }
     };
+    // A local file is recorded by its absolute path: `piton update` may run from
+    // another folder.
+    if let Reference::Path(path) = &reference
+        && let Ok(absolute) = std::path::absolute(path)
+        && let Some(text) = absolute.to_str()
+    {
+        args.reference = text.to_owned();
+    }
     // For a URL, --sha256 is checked as part of the fetch; for the others, after it.
     let expected = match (&reference, &args.sha256) {
         (Reference::Url { .. }, _) | (_, None) => None,

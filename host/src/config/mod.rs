@@ -148,6 +148,7 @@ struct RawConfig {
     approve: RawApprove,
     #[serde(default)]
     supply: RawSupply,
+    #[serde(default)]
     trust: RawTrust,
 }
 

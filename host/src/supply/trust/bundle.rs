@@ -24,9 +24,10 @@ use sigstore_verify::types::bundle::{SignatureContent, VerificationMaterialConte
 use sigstore_verify::types::{Bundle, HashAlgorithm};
 use sigstore_verify::{VerificationPolicy, Verifier};
 
+use super::digest::Digest;
 use super::keys::{KeyError, PrivateKey};
 use super::policy::{Identity, NamedKey, Rule, TrustedRootFile};
-use super::{Digest, Signer};
+use super::signer::Signer;
 
 /// The most bytes of bundle JSON read: real ones are a few KiB.
 pub const MAX_BUNDLE: usize = 1 << 20;

@@ -11,10 +11,10 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use super::Digest;
-use super::Signer;
+use super::digest::Digest;
 use super::keys::{KeyError, PrivateKey};
 use super::policy::Rule;
+use super::signer::Signer;
 
 /// The payload's `type`.
 pub const PAYLOAD_TYPE: &str = "cosign container image signature";

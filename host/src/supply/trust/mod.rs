@@ -35,14 +35,13 @@
 //! out. It adds about a minute and a half to a clean build (48 s of CPU), most of it
 //! the RustCrypto ASN.1 and elliptic-curve crates.
 
-use std::fmt;
-
 pub mod bundle;
 pub mod cosign_oci;
 mod digest;
 mod keys;
 mod policy;
 mod provider;
+mod signer;
 
 pub use self::bundle::sign_blob;
 pub use self::cosign_oci::SimpleSignature;
@@ -51,6 +50,7 @@ pub use self::keys::{Fingerprint, KeyError, PrivateKey, PublicKey};
 pub use self::policy::{
     Identity, NamedKey, Require, Rule, SourceRule, TrustPolicy, TrustedRootFile,
 };
+pub use self::signer::Signer;
 
 /// What was signed.
 #[derive(Clone, Copy, Debug)]
@@ -74,29 +74,6 @@ pub enum SignatureMaterial {
     Bundle(Vec<u8>),
     /// cosign's signature of an OCI manifest.
     Simple(SimpleSignature),
-}
-
-/// Who signed a component, as piton.lock records it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Signer {
-    /// A key of `[[trust.keys]]`.
-    Key {
-        /// Its name in piton.toml.
-        name: String,
-        /// Its fingerprint.
-        fingerprint: Fingerprint,
-    },
-    /// A keyless signer of `[[trust.identities]]`.
-    Identity(Identity),
-}
-
-impl fmt::Display for Signer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Key { name, fingerprint } => write!(f, "key {name} {fingerprint}"),
-            Self::Identity(identity) => write!(f, "identity {identity}"),
-        }
-    }
 }
 
 /// What [`verify`] found.
@@ -192,5 +169,7 @@ pub fn verify(
     })
 }
 
+#[cfg(test)]
+mod keyless_tests;
 #[cfg(test)]
 mod tests;
