@@ -14,9 +14,9 @@ use crate::plugins::PluginsAt;
 use crate::supply::add::{Add, AddError};
 use crate::supply::fetched::FetchLimits;
 use crate::supply::lock::lock_file;
+use crate::supply::profile::Profile;
 use crate::supply::reference::Reference;
 use crate::term::Shown;
-use crate::tool::Tool as _;
 use crate::wasm::{RuntimeConfig, WasmRuntime};
 
 /// Where `add` and `remove` work: the plugins folder, piton.toml's settings, the lock.
@@ -148,30 +148,16 @@ pub(super) async fn add(mut args: AddArgs) -> io::Result<Outcome> {
             .entry
             .signer
             .as_deref()
-            .unwrap_or("no signature checked")
+            .unwrap_or("no (piton.toml's [trust] requires no signature for it)")
     )?;
     writeln!(
         out,
         "  recorded in {}",
         shown.cell(&place.lock.display().to_string())
     )?;
-    let count = added.checked.tools.len();
-    writeln!(
-        out,
-        "a {} with {count} tool{}:",
-        added.checked.world,
-        if count == 1 { "" } else { "s" }
-    )?;
-    for tool in &added.checked.tools {
-        let spec = tool.spec();
-        let first = spec.description.lines().next().unwrap_or_default();
-        writeln!(
-            out,
-            "  {} [{}]: {}",
-            shown.cell(&spec.name),
-            tool.hints(),
-            shown.cell(first)
-        )?;
-    }
+    // What it may do, and what piton.toml grants it of that.
+    let profile = Profile::of_checked(&file, &added.checked);
+    let granted = profile.granted(&place.config);
+    write!(out, "{}", profile.show(Some(&granted)))?;
     Ok(Outcome::Success)
 }

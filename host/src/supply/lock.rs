@@ -7,7 +7,7 @@
 //! (where piton.toml is looked up first); see [`lock_file`].
 //!
 //! ```toml
-//! # piton.lock: written by piton (`piton add`, `piton remove`); do not edit.
+//! # piton.lock: written by piton (`piton add`, `update`, `remove`); do not edit.
 //! version = 1
 //!
 //! [components.word-count]
@@ -33,7 +33,7 @@ pub const LOCK_FILE: &str = "piton.lock";
 const VERSION: u32 = 1;
 
 /// The header every lock piton writes starts with.
-const HEADER: &str = "# piton.lock: written by piton (`piton add`, `piton remove`); do not edit.\n\
+const HEADER: &str = "# piton.lock: written by piton (`piton add`, `update`, `remove`); do not edit.\n\
                       # It records where each added component came from and the digest of its\n\
                       # bytes; piton refuses a plugins folder file whose bytes are not these.\n";
 

@@ -37,7 +37,7 @@ fn a_published_component_is_added_called_listed_and_removed() {
         "{text}"
     );
     assert!(
-        text.contains("word_count [read_only, idempotent, closed_world]"),
+        text.contains("tool word_count: read_only, closed_world"),
         "{text}"
     );
     assert_eq!(files_in(folder.path()), ["piton.lock", "word-count.wasm"]);
