@@ -2,7 +2,8 @@
 //! sign`, and of an image `piton publish --key` signed in a real registry, under
 //! `[trust] require = "signed"`; each way of not being signed by a trusted key
 //! refused with nothing left in the plugins folder; and the policy at load, in a new
-//! process: a signer piton.toml no longer trusts, and a file copied by hand.
+//! process: a signer piton.toml no longer trusts, and a file copied by hand; and
+//! the same in a running `piton serve`, at its next reload.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -10,7 +11,10 @@ use std::process::Output;
 use piton_host::supply::lock::Lock;
 use piton_tests::{guests, plugins};
 
-use super::{Registry, files_in, piton_in};
+use std::collections::BTreeMap;
+
+use super::{Answer, BadServer, Registry, files_in, piton_in};
+use crate::mcp_client::StdioPiton;
 use crate::support::{piton, run, stderr, stdout};
 
 /// A folder with keys `alice` and `bob` (made by `piton keygen`), `plugins/` with
@@ -237,4 +241,72 @@ fn an_update_that_is_not_signed_is_refused_and_the_old_file_kept() {
         taken,
         std::fs::read(guests::LOOKUP_V3_SCHEMA).expect("reads")
     );
+}
+
+#[test]
+fn a_url_is_checked_with_the_bundle_beside_it() {
+    let signed = Signed::new(&["alice"]);
+    let good = signed.source("lookup", guests::LOOKUP_V1, Some("alice"));
+    let wasm = std::fs::read(&good).expect("reads");
+    let bundle = std::fs::read(bundle_of(&good)).expect("the bundle reads");
+    let server = BadServer::start(|_| {
+        BTreeMap::from([
+            (
+                "GET /signed/lookup.wasm".to_owned(),
+                Answer::ok("application/wasm", wasm.clone()),
+            ),
+            (
+                "GET /signed/lookup.wasm.sigstore.json".to_owned(),
+                Answer::ok("application/json", bundle.clone()),
+            ),
+            // No bundle beside this one: a 404.
+            (
+                "GET /unsigned/lookup.wasm".to_owned(),
+                Answer::ok("application/wasm", wasm.clone()),
+            ),
+        ])
+    });
+    let sha256 = super::digest(&wasm);
+    let sha256 = sha256.trim_start_matches("sha256:");
+    let url = |path: &str| format!("http://{}/{path}", server.addr);
+    let out = piton_in(
+        &signed.plugins(),
+        &["add", &url("signed/lookup.wasm"), "--sha256", sha256],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("signed:   key alice"), "{}", said(&out));
+    let out = piton_in(
+        &signed.plugins(),
+        &[
+            "add",
+            &url("unsigned/lookup.wasm"),
+            "--sha256",
+            sha256,
+            "--name",
+            "other",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("not signed"), "{}", said(&out));
+}
+
+#[test]
+fn a_running_server_stops_serving_what_a_key_taken_out_of_trust_signed() {
+    let signed = Signed::new(&["alice", "bob"]);
+    let source = signed.source("lookup", guests::LOOKUP_V1, Some("alice"));
+    assert!(signed.add(text(&source)).status.success());
+    let mut served = StdioPiton::start(&signed.plugins());
+    assert!(served.tools(1).contains(&"lookup".to_owned()));
+    signed.trust(&["bob"]);
+    served.list_changed();
+    let tools = served.tools(2);
+    assert!(!tools.contains(&"lookup".to_owned()), "{tools:?}");
+    // Trusted again, at the next reload it is served again.
+    signed.trust(&["alice"]);
+    served.list_changed();
+    assert!(served.tools(3).contains(&"lookup".to_owned()));
+}
+
+fn bundle_of(file: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.sigstore.json", file.display()))
 }
