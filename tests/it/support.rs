@@ -175,11 +175,15 @@ pub(crate) fn run_in_terminal_with(
     args: &[&std::ffi::OsStr],
     env: &[(&str, &std::ffi::OsStr)],
 ) -> Output {
+    // With $ANSWER set, stdin is the terminal too, and the answer is typed when a
+    // question ending in "[y/N]" shows.
     const SCRIPT: &str = r#"
 import os, subprocess, sys, termios
+answer = os.environ.get("ANSWER")
 master, slave = os.openpty()
 termios.tcsetwinsize(slave, (40, 120))
-child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+stdin = slave if answer is not None else subprocess.DEVNULL
+child = subprocess.Popen(sys.argv[1:], stdin=stdin, stdout=slave, stderr=slave)
 os.close(slave)
 out = b""
 while True:
@@ -190,6 +194,8 @@ while True:
     if not data:
         break
     out += data
+    if answer is not None and out.rstrip().endswith(b"[y/N]"):
+        os.write(master, answer.encode() + b"\n")
 sys.stdout.buffer.write(out)
 sys.exit(child.wait())
 "#;

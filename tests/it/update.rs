@@ -12,7 +12,7 @@ use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
 use crate::mcp_client::StdioPiton;
-use crate::support::{piton, python_running_piton, run, stderr, stdout};
+use crate::support::{piton, run, run_in_terminal_with, stderr, stdout};
 
 /// A folder with `src/lookup.wasm` (the source) and `plugins/`, where it was added.
 struct Added {
@@ -170,27 +170,6 @@ fn a_new_version_that_does_not_load_is_refused_and_the_old_file_kept() {
 
 #[test]
 fn a_person_at_a_terminal_is_asked_before_the_file_is_replaced() {
-    // Runs `piton ARGS` on a pseudo-terminal and answers $ANSWER to its question.
-    const SCRIPT: &str = r#"
-import os, subprocess, sys
-answer = os.environ["ANSWER"]
-master, slave = os.openpty()
-child = subprocess.Popen(sys.argv[1:], stdin=slave, stdout=slave, stderr=slave)
-os.close(slave)
-out = b""
-while True:
-    try:
-        data = os.read(master, 65536)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-    if out.rstrip().endswith(b"[y/N]"):
-        os.write(master, answer.encode() + b"\n")
-sys.stdout.buffer.write(out)
-sys.exit(child.wait())
-"#;
     let added = Added::v1();
     added.source_is(guests::LOOKUP_V2_NET);
     let plugins = added.plugins();
@@ -200,7 +179,7 @@ sys.exit(child.wait())
             std::ffi::OsStr::new("--plugins"),
             plugins.as_os_str(),
         ];
-        run(python_running_piton(SCRIPT, &args).env("ANSWER", answer))
+        run_in_terminal_with(&args, &[("ANSWER", std::ffi::OsStr::new(answer))])
     };
     let out = ask("n");
     let text = said(&out);

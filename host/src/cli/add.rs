@@ -26,6 +26,22 @@ pub(super) struct Place {
     pub(super) lock: PathBuf,
 }
 
+impl Place {
+    /// How to add into this place: piton.toml's `[supply]` limits and `[trust]`
+    /// policy, on a runtime of its own; the outcome to exit with if there is none.
+    pub(super) fn adder(&self) -> Result<Add, Outcome> {
+        let runtime = WasmRuntime::new(RuntimeConfig::default()).map_err(|e| {
+            eprintln!("error: {e}");
+            Outcome::Stopped
+        })?;
+        let limits = FetchLimits {
+            max_size: self.config.supply.max_size,
+        };
+        let trust = self.config.trust.clone();
+        Ok(Add::new(runtime, self.folder.clone(), self.lock.clone(), trust).with_limits(limits))
+    }
+}
+
 /// The plugins folder of `arg` (`./plugins` when none is named or found, made if
 /// missing), piton.toml as the other commands find it, and the lock beside it.
 pub(super) fn place(arg: PluginsArg) -> Result<Place, String> {
@@ -88,25 +104,11 @@ pub(super) async fn add(mut args: AddArgs) -> io::Result<Outcome> {
         (Reference::Url { .. }, _) | (_, None) => None,
         (_, Some(text)) => Sha256::parse(text).ok(),
     };
-    let runtime = match WasmRuntime::new(RuntimeConfig::default()) {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(Outcome::Stopped);
-        }
+    let adding = match place.adder() {
+        Ok(adding) => adding,
+        Err(outcome) => return Ok(outcome),
     };
-    let limits = FetchLimits {
-        max_size: place.config.supply.max_size,
-    };
-    let adding = Add::new(
-        runtime,
-        place.folder.clone(),
-        place.lock.clone(),
-        place.config.trust.clone(),
-    )
-    .with_limits(limits)
-    .with_force(args.force)
-    .with_signature(args.signature);
+    let adding = adding.with_force(args.force).with_signature(args.signature);
     let added = match adding
         .run(&reference, &args.reference, expected, args.name.as_deref())
         .await

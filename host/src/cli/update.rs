@@ -7,12 +7,9 @@ use std::io::{self, BufRead as _, IsTerminal as _, Write};
 use super::add::place;
 use super::load::PluginsArg;
 use super::out::{Outcome, say};
-use crate::supply::add::Add;
-use crate::supply::fetched::FetchLimits;
 use crate::supply::lock::Lock;
 use crate::supply::update::{Changed, Consent, Decision, Found, check};
 use crate::term::Shown;
-use crate::wasm::{RuntimeConfig, WasmRuntime};
 
 /// `piton update`'s flags.
 pub(super) struct UpdateArgs {
@@ -56,30 +53,17 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
         );
         return Ok(Outcome::Success);
     }
-    let runtime = match WasmRuntime::new(RuntimeConfig::default()) {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(Outcome::Stopped);
-        }
+    let add = match place.adder() {
+        Ok(add) => add,
+        Err(outcome) => return Ok(outcome),
     };
-    let limits = FetchLimits {
-        max_size: place.config.supply.max_size,
-    };
-    let add = Add::new(
-        runtime.clone(),
-        place.folder.clone(),
-        place.lock.clone(),
-        place.config.trust.clone(),
-    )
-    .with_limits(limits);
     let mut outcome = Outcome::Success;
     let shown = Shown::stdout();
     for name in names {
         let Some(entry) = lock.components.get(&name) else {
             continue;
         };
-        let found = check(&add, &runtime, &name, entry, args.sha256.as_deref()).await;
+        let found = check(&add, &name, entry, args.sha256.as_deref()).await;
         let changed = match found {
             Ok(Found::UpToDate) => {
                 println!("{name}: up to date ({})", entry.digest);

@@ -176,6 +176,11 @@ impl Add {
         .await?)
     }
 
+    /// The runtime it checks components with.
+    pub fn runtime(&self) -> &WasmRuntime {
+        &self.runtime
+    }
+
     /// The plugins folder it adds into.
     pub fn folder(&self) -> &Path {
         &self.folder

@@ -232,19 +232,7 @@ pub async fn publish(
     created: &str,
     title: Option<&str>,
 ) -> Result<Published, FetchProblem> {
-    let client = client(oci)?;
-    let reference = oci.to_client();
-    let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
-        FetchProblem::Registry(format!("{what} failed: {e}"))
-    };
-    client
-        .auth(
-            &reference,
-            &RegistryAuth::Anonymous,
-            RegistryOperation::Push,
-        )
-        .await
-        .map_err(|e| failed("the token handshake", e))?;
+    let (client, reference) = pusher(oci).await?;
     let config = artifact::config_json(&wasm, created, None);
     let manifest = artifact::manifest_json(&wasm, &config, created, title);
     let layer = artifact::digest_of(&wasm);
@@ -274,17 +262,15 @@ pub async fn publish(
     })
 }
 
-/// Pushes `image` (cosign's signature image: a config, payload layers, a manifest)
-/// to the tag `oci` names.
-pub(crate) async fn push_image(
-    oci: &OciRef,
-    image: crate::supply::trust::cosign_oci::SignatureImage,
-) -> Result<(), FetchProblem> {
+/// What a push failed at, and why.
+fn failed(what: &str, e: oci_client::errors::OciDistributionError) -> FetchProblem {
+    FetchProblem::Registry(format!("{what} failed: {e}"))
+}
+
+/// A client for pushes to `oci`'s repository, past its token handshake.
+async fn pusher(oci: &OciRef) -> Result<(Client, oci_client::Reference), FetchProblem> {
     let client = client(oci)?;
     let reference = oci.to_client();
-    let failed = |what: &str, e: oci_client::errors::OciDistributionError| {
-        FetchProblem::Registry(format!("{what} failed: {e}"))
-    };
     client
         .auth(
             &reference,
@@ -293,6 +279,16 @@ pub(crate) async fn push_image(
         )
         .await
         .map_err(|e| failed("the token handshake", e))?;
+    Ok((client, reference))
+}
+
+/// Pushes `image` (cosign's signature image: a config, payload layers, a manifest)
+/// to the tag `oci` names.
+pub(crate) async fn push_image(
+    oci: &OciRef,
+    image: crate::supply::trust::cosign_oci::SignatureImage,
+) -> Result<(), FetchProblem> {
+    let (client, reference) = pusher(oci).await?;
     for blob in std::iter::once(image.config).chain(image.layers) {
         let digest = artifact::digest_of(&blob);
         client

@@ -80,7 +80,6 @@ impl Consent {
 /// and says what changed from the file recorded in `add`'s plugins folder.
 pub async fn check(
     add: &Add,
-    runtime: &WasmRuntime,
     name: &str,
     entry: &LockEntry,
     sha256: Option<&str>,
@@ -119,7 +118,7 @@ pub async fn check(
     let signer = add.trust(&reference, &entry.source, &fetched).await?;
     let new_file = add.folder().join(&entry.file);
     let profile = Profile::of_checked(&new_file, &checked);
-    let (old, old_missing) = old_profile(&new_file, runtime).await;
+    let (old, old_missing) = old_profile(&new_file, add.runtime()).await;
     let mut diff = diff(&old, &profile);
     diff.file = new_file;
     Ok(Found::Changed(Box::new(Changed {
