@@ -515,6 +515,13 @@ impl Loader {
                 format_size(running.max_memory)
             ));
         }
+        if wanted.kept_ahead() != running.kept_ahead() {
+            differ.push(format!(
+                "made_ahead = {} (running with {})",
+                wanted.kept_ahead(),
+                running.kept_ahead()
+            ));
+        }
         if wanted.queued() != running.queued() {
             differ.push(format!(
                 "max_queued = {} (running with {})",

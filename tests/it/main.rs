@@ -25,6 +25,7 @@ mod peers;
 mod permission_diff;
 mod pins;
 mod protected;
+mod ready;
 mod registry;
 mod replicas;
 mod requirements;

@@ -8,6 +8,7 @@
 //! max_instances = 64    # instances at once: the pooling allocator's slots
 //! max_memory = "4GiB"   # the largest `memory` any tool may be given
 //! max_queued = 256      # calls waiting for an instance; one more is refused as busy
+//! made_ahead = 8        # instances made ahead of calls, over all tools; 0: none
 //! ```
 
 use serde::Deserialize;
@@ -38,6 +39,8 @@ pub struct RuntimeSettings {
     pub max_memory: Option<u64>,
     /// `max_queued`: how many calls may wait for an instance.
     pub max_queued: Option<u32>,
+    /// `made_ahead`: how many instances may be kept made ahead of calls.
+    pub made_ahead: Option<u32>,
 }
 
 /// The table as written.
@@ -47,6 +50,7 @@ pub(crate) struct RawRuntime {
     max_instances: Option<i64>,
     max_memory: Option<String>,
     max_queued: Option<i64>,
+    made_ahead: Option<i64>,
 }
 
 /// A `[runtime]` value out of its range, or not a size.
@@ -90,6 +94,11 @@ impl RuntimeSettings {
             .map(|n| count(n, 0, MAX_QUEUED, "calls"))
             .transpose()
             .map_err(|e| (key("max_queued"), e))?;
+        let made_ahead = raw
+            .made_ahead
+            .map(|n| count(n, 0, MAX_INSTANCES, "instances"))
+            .transpose()
+            .map_err(|e| (key("made_ahead"), e))?;
         let max_memory = raw
             .max_memory
             .map(|text| {
@@ -105,6 +114,7 @@ impl RuntimeSettings {
             max_instances,
             max_memory,
             max_queued,
+            made_ahead,
         })
     }
 }
@@ -139,13 +149,15 @@ mod tests {
     #[test]
     fn each_setting_parses() {
         let settings =
-            parse("max_instances = 8\nmax_memory = \"256MiB\"\nmax_queued = 0").expect("parses");
+            parse("max_instances = 8\nmax_memory = \"256MiB\"\nmax_queued = 0\nmade_ahead = 0")
+                .expect("parses");
         assert_eq!(
             settings,
             RuntimeSettings {
                 max_instances: Some(8),
                 max_memory: Some(256 << 20),
                 max_queued: Some(0),
+                made_ahead: Some(0),
             }
         );
         let most = parse("max_instances = 1024\nmax_memory = \"4GiB\"\nmax_queued = 1048576");
@@ -175,6 +187,11 @@ mod tests {
                 "max_instances = -1",
                 "runtime.max_instances",
                 count(-1, 1, 1024, "instances"),
+            ),
+            (
+                "made_ahead = -1",
+                "runtime.made_ahead",
+                count(-1, 0, 1024, "instances"),
             ),
             (
                 "max_queued = -3",

@@ -9,13 +9,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmtime::component::ResourceTableError;
 use wasmtime::{Store, UpdateDeadline};
 
 use super::bindings::{self, Plugin, PluginPre, ToolboxPlugin, ToolboxPluginPre};
 use super::fs::Pins;
+use super::ready::{Made, ReadyPool};
 use super::runtime::{Admitted, WasmRuntime};
 use super::sandbox::Sandbox;
+use super::trap::{DeadlineExceeded, answer_of};
 use crate::call::notes::Denials;
 use crate::error::{CallError, Trap};
 use crate::grants::Capabilities;
@@ -38,11 +39,6 @@ const CALL_FUEL_SLACK: usize = 1024 * 1024;
 
 /// What wasmtime says when a guest hands the host more than its hostcall fuel.
 pub(super) const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
-
-/// Raised by the epoch callback when a call's deadline has passed.
-#[derive(Debug, thiserror::Error)]
-#[error("deadline exceeded")]
-struct DeadlineExceeded;
 
 /// The pre-linked component a tool runs from.
 #[derive(Clone)]
@@ -87,12 +83,33 @@ pub(super) type RunAnswer = Result<Vec<bindings::Content>, bindings::ToolError>;
 pub(super) struct Instances {
     runtime: WasmRuntime,
     pre: Pre,
+    /// Instances of the component made ahead, shared by a toolbox's tools.
+    ready: Arc<ReadyPool>,
 }
 
 impl Instances {
     /// Instances of `pre`, made on `runtime`.
     pub(super) fn new(runtime: WasmRuntime, pre: Pre) -> Self {
-        Self { runtime, pre }
+        Self {
+            runtime,
+            pre,
+            ready: Arc::default(),
+        }
+    }
+
+    /// Instances of the same component run as `pre` says (another tool of the same
+    /// toolbox), sharing the instances made ahead.
+    pub(super) fn sibling(&self, pre: Pre) -> Self {
+        Self {
+            runtime: self.runtime.clone(),
+            pre,
+            ready: self.ready.clone(),
+        }
+    }
+
+    /// Counts of the instances made ahead of calls of this component.
+    pub(super) fn made_ahead(&self) -> super::ready::MadeAhead {
+        super::ready::MadeAhead(self.ready.clone())
     }
 
     /// Whether the component is a `toolbox-plugin` (else it is a `plugin`).
@@ -295,75 +312,109 @@ impl Instances {
         op: GuestOp<R>,
     ) -> Result<R, CallError> {
         let Whose { name, denials } = whose;
-        let _slot = self
-            .runtime
-            .inner
-            .slots
-            .acquire()
-            .await
-            .map_err(|e| host_fault(name, e))?;
-        let sandbox = Sandbox::new(limits, caps, pins, denials).map_err(|e| host_fault(name, e))?;
-        let mut store = self.new_store(limits, sandbox);
+        // A call takes an instance made ahead when one waits and fits its memory
+        // limit; loading's reads make their own.
+        let calling = !name.is_empty();
+        let reaper = &self.runtime.inner.reaper;
+        let ready = match calling.then(|| self.ready.take()).flatten() {
+            Some(made) if made.store.data().limiter.used() <= limits.memory => Some(made.take()),
+            Some(too_big) => {
+                let (store, _, slot) = too_big.take();
+                reaper.drop_later(store, slot);
+                None
+            }
+            None => None,
+        };
+        let (ready, slot) = match ready {
+            Some((store, guest, slot)) => (Some((store, guest)), slot),
+            None => {
+                let slot = self.runtime.inner.slots.clone().acquire_owned().await;
+                (None, slot.map_err(|e| host_fault(name, e))?)
+            }
+        };
+        let sandbox = match Sandbox::new(limits, caps, pins, denials) {
+            Ok(sandbox) => sandbox,
+            Err(e) => {
+                if let Some((store, _)) = ready {
+                    reaper.drop_later(store, slot);
+                }
+                return Err(host_fault(name, e));
+            }
+        };
+        let (mut store, guest) = match ready {
+            Some((mut store, guest)) => {
+                // The instance's memory so far counts against the call's limit.
+                let used = store.data().limiter.used();
+                *store.data_mut() = sandbox;
+                store.data_mut().limiter.count_used(used);
+                arm(&mut store, limits);
+                (store, Some(guest))
+            }
+            None => (self.new_store(limits, sandbox), None),
+        };
         store.set_hostcall_fuel(fuel);
         let outcome = tokio::time::timeout(limits.timeout, async {
-            let guest = match &self.pre {
-                Pre::Plugin(pre) => Guest::Plugin(pre.instantiate_async(&mut store).await?),
-                Pre::Toolbox { pre, .. } => {
-                    Guest::Toolbox(pre.instantiate_async(&mut store).await?)
-                }
+            let guest = match guest {
+                Some(guest) => guest,
+                None => self.instantiate(&mut store).await?,
             };
             op(&mut store, guest).await
         })
         .await;
-
-        let sandbox = store.data();
-        for (stream, captured) in [("stdout", &sandbox.stdout), ("stderr", &sandbox.stderr)] {
-            if let Some(text) = captured.text() {
-                // Debug-quoted, so a guest's newlines cannot forge log lines.
-                tracing::info!(tool = name, stream, output = ?text, "guest output");
-            }
+        let answer = answer_of(name, limits, store.data(), outcome);
+        reaper.drop_later(store, slot);
+        if calling {
+            self.make_ahead(limits);
         }
-        let error = match outcome {
-            Ok(Ok(value)) => return Ok(value),
-            Err(_elapsed) => return Err(CallError::trap(name, Trap::Deadline(limits.timeout))),
-            Ok(Err(error)) => error,
+        answer
+    }
+
+    /// A fresh instance of the component in `store`.
+    async fn instantiate(&self, store: &mut Store<Sandbox>) -> wasmtime::Result<Guest> {
+        Ok(match &self.pre {
+            Pre::Plugin(pre) => Guest::Plugin(pre.instantiate_async(store).await?),
+            Pre::Toolbox { pre, .. } => Guest::Toolbox(pre.instantiate_async(store).await?),
+        })
+    }
+
+    /// Makes one more instance ahead in the background, for the calls to come, when
+    /// fewer than two wait or are being made for this component, a place among the
+    /// runtime's instances kept ahead is free, and an instance slot is free now
+    /// (never waiting for one: calls come first). It grants nothing and runs no
+    /// guest code until a call takes it.
+    fn make_ahead(&self, limits: &Limits) {
+        if !self.ready.start_making() {
+            return;
+        }
+        let inner = &self.runtime.inner;
+        let (Ok(kept), Ok(slot)) = (
+            inner.kept_ahead.clone().try_acquire_owned(),
+            inner.slots.clone().try_acquire_owned(),
+        ) else {
+            self.ready.finish_making(None);
+            return;
         };
-        let trap = if sandbox.limiter.exceeded {
-            Trap::Memory(sandbox.limiter.limit())
-        } else if error.is::<DeadlineExceeded>() {
-            Trap::Deadline(limits.timeout)
-        } else if error.chain().any(|e| {
-            matches!(
-                e.downcast_ref::<ResourceTableError>(),
-                Some(ResourceTableError::Full)
-            )
-        }) {
-            Trap::Resources(sandbox.table.max_capacity())
-        } else {
-            let mut message = root_message(&error);
-            if ran_out_of_stack(&error) {
-                message.push_str(&format!(
-                    " (it was recursing: most likely it ran out of stack; piton builds \
-                     Rust tools with {} KiB of stack, and building with RUSTFLAGS=\
-                     \"-C link-arg=-zstack-size=BYTES\" gives more)",
-                    piton_guest_builder::STACK_SIZE >> 10
-                ));
-            }
-            if let Some(stderr) = sandbox.stderr.text() {
-                let tail: String = stderr
-                    .trim_end()
-                    .chars()
-                    .rev()
-                    .take(500)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                message.push_str(&format!(" (stderr: {tail})"));
-            }
-            Trap::Guest(message)
-        };
-        Err(CallError::trap(name, trap))
+        let this = self.clone();
+        let limits = *limits;
+        tokio::spawn(async move {
+            let nothing = Sandbox::new(
+                &limits,
+                &Capabilities::default(),
+                &Pins::default(),
+                Denials::default(),
+            );
+            let made = match nothing {
+                Ok(sandbox) => {
+                    let mut store = this.new_store(&limits, sandbox);
+                    match tokio::time::timeout(limits.timeout, this.instantiate(&mut store)).await {
+                        Ok(Ok(guest)) => Some(Made::new(store, guest, slot, kept)),
+                        _ => None,
+                    }
+                }
+                Err(_) => None,
+            };
+            this.ready.finish_making(made);
+        });
     }
 
     /// A store with no capabilities, the memory limiter, and a deadline checked at
@@ -371,19 +422,24 @@ impl Instances {
     fn new_store(&self, limits: &Limits, sandbox: Sandbox) -> Store<Sandbox> {
         let mut store = Store::new(&self.runtime.inner.engine, sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
-        let deadline = Instant::now() + limits.timeout;
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
-                Err(wasmtime::Error::new(DeadlineExceeded))
-            } else {
-                // Yield at every tick so that a guest that never stops computing
-                // still lets the executor run other calls.
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
+        arm(&mut store, limits);
         store
     }
+}
+
+/// Sets the deadline of a call under `limits` from now: checked at every epoch tick.
+fn arm(store: &mut Store<Sandbox>, limits: &Limits) {
+    let deadline = Instant::now() + limits.timeout;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if Instant::now() >= deadline {
+            Err(wasmtime::Error::new(DeadlineExceeded))
+        } else {
+            // Yield at every tick so that a guest that never stops computing
+            // still lets the executor run other calls.
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
 }
 
 /// A fault of the host's own (no instance slot, a mount that vanished) in a call of
@@ -415,43 +471,4 @@ pub(super) fn host_fault(name: &str, error: impl std::fmt::Display) -> CallError
 /// The host's hints from the guest's, or why they contradict themselves.
 pub(super) fn from_wit_hints(h: bindings::ToolHints) -> Result<Hints, piton_wit::HintsError> {
     Hints::new(h.read_only, h.destructive, h.idempotent, h.open_world)
-}
-
-/// Whether a trap looks like the guest running out of stack: an access out of its
-/// memory's bounds while recursing (a backtrace of many frames among a few functions).
-/// A Rust or C guest's stack lies first in its memory, so overflowing it goes below
-/// address 0, which is out of bounds. wasmtime keeps the innermost 20 frames.
-fn ran_out_of_stack(error: &wasmtime::Error) -> bool {
-    /// A backtrace at least this long, of at most [`FEW`] functions, is recursion.
-    const LONG: usize = 16;
-    const FEW: usize = 3;
-    if error.downcast_ref::<wasmtime::Trap>() != Some(&wasmtime::Trap::MemoryOutOfBounds) {
-        return false;
-    }
-    let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() else {
-        return false;
-    };
-    let frames = backtrace.frames();
-    let functions: std::collections::BTreeSet<_> = frames
-        .iter()
-        .map(|f| (f.module().name(), f.func_index()))
-        .collect();
-    frames.len() >= LONG && functions.len() <= FEW
-}
-
-/// The innermost cause of a wasmtime error: the trap or the reason, without the
-/// backtrace and context lines that wrap it.
-pub(super) fn root_message(error: &wasmtime::Error) -> String {
-    match error.downcast_ref::<wasmtime::Trap>() {
-        Some(trap) => trap.to_string(),
-        None => error.root_cause().to_string(),
-    }
-}
-
-/// A call's error as its trap's text alone (any other error as itself).
-pub(super) fn trap_text(error: CallError) -> String {
-    match error {
-        CallError::Trap { trap, .. } => trap.to_string(),
-        other => other.to_string(),
-    }
 }

@@ -13,12 +13,10 @@ use sha2::{Digest, Sha256};
 
 use super::bindings::{self, PluginPre, ToolboxPluginPre};
 use super::diagnose::{self, World};
-use super::instance::{
-    FUEL_EXHAUSTED, Instances, Pre, SPEC_FUEL, TOOLBOX_FUEL, from_wit_hints, root_message,
-    trap_text,
-};
+use super::instance::{FUEL_EXHAUSTED, Instances, Pre, SPEC_FUEL, TOOLBOX_FUEL, from_wit_hints};
 use super::runtime::WasmRuntime;
 use super::tool::WasmTool;
+use super::trap::{root_message, trap_text};
 use crate::config::ToolConfig;
 use crate::config::pins::Pin;
 use crate::error::{LoadError, LoadErrorKind};
@@ -262,14 +260,11 @@ impl WasmRuntime {
                 )));
             }
             let named = |m: String| fail(format!("its tool `{}`: {m}", diagnose::one_line(&name)));
-            let instances = Instances::new(
-                self.clone(),
-                Pre::Toolbox {
-                    pre: pre.clone(),
-                    tool: Arc::from(name.as_str()),
-                    has_hints_for,
-                },
-            );
+            let instances = asker.sibling(Pre::Toolbox {
+                pre: pre.clone(),
+                tool: Arc::from(name.as_str()),
+                has_hints_for,
+            });
             let spec = spec_of(spec).map_err(named)?;
             let hints = from_wit_hints(hints).map_err(|e| named(format!("its hints: {e}")))?;
             tools.push(

@@ -12,11 +12,14 @@ mod instance;
 mod load;
 pub(crate) mod net;
 mod output;
+mod ready;
 mod runtime;
 mod sandbox;
 mod tool;
+mod trap;
 
 pub(crate) use load::FileCheck;
 pub use load::LoadFrom;
+pub use ready::MadeAhead;
 pub use runtime::{Compiles, RuntimeConfig, RuntimeError, WasmRuntime};
 pub use tool::WasmTool;

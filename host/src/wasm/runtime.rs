@@ -66,6 +66,11 @@ pub struct RuntimeConfig {
     /// fails at once with [`CallError::Busy`](crate::CallError::Busy). `None`: four
     /// per instance (256 for the default 64).
     pub max_queued: Option<u32>,
+    /// How many instances may be kept made ahead of calls, over all tools (see
+    /// [`WasmTool::made_ahead`](super::WasmTool::made_ahead)); 0 makes none. `None`:
+    /// an eighth of `max_instances` (none below 8). At most half of `max_instances`
+    /// is used, so calls always have the other half.
+    pub made_ahead: Option<u32>,
 }
 
 impl Default for RuntimeConfig {
@@ -75,6 +80,7 @@ impl Default for RuntimeConfig {
             max_instances: 64,
             max_memory: 4 << 30,
             max_queued: None,
+            made_ahead: None,
         }
     }
 }
@@ -97,7 +103,17 @@ impl RuntimeConfig {
         if settings.max_queued.is_some() {
             self.max_queued = settings.max_queued;
         }
+        if settings.made_ahead.is_some() {
+            self.made_ahead = settings.made_ahead;
+        }
         self
+    }
+
+    /// How many instances may be kept made ahead of calls: `made_ahead`, or its
+    /// default, and at most half of `max_instances`.
+    pub fn kept_ahead(&self) -> u32 {
+        let n = self.max_instances.max(1);
+        self.made_ahead.unwrap_or(n / 8).min(n / 2)
     }
 
     /// How many calls may wait for an instance: `max_queued`, or its default.
@@ -122,7 +138,11 @@ pub(crate) struct Inner {
     cache: Option<CompileCache>,
     /// One permit per pooled instance slot: calls wait here instead of failing when
     /// every slot is taken.
-    pub(crate) slots: tokio::sync::Semaphore,
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    /// Places among the instances kept made ahead of calls (see [`super::ready`]).
+    pub(crate) kept_ahead: Arc<tokio::sync::Semaphore>,
+    /// Drops finished stores after their call has answered.
+    pub(crate) reaper: super::ready::Reaper,
     /// Blocking work of loads (reading and hashing a file, looking it up in the
     /// cache): one job per core, so 100 plugins take a few threads, not 100.
     pub(crate) load_jobs: tokio::sync::Semaphore,
@@ -239,13 +259,17 @@ impl WasmRuntime {
         super::fds::init(n as usize);
         spawn_ticker(&engine)
             .map_err(|e| RuntimeError(format!("cannot start the epoch ticker thread: {e}")))?;
+        let reaper = super::ready::Reaper::start()
+            .map_err(|e| RuntimeError(format!("cannot start the reaper thread: {e}")))?;
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
                 linker,
                 cache,
-                slots: tokio::sync::Semaphore::new(n as usize),
+                slots: Arc::new(tokio::sync::Semaphore::new(n as usize)),
+                kept_ahead: Arc::new(tokio::sync::Semaphore::new(config.kept_ahead() as usize)),
+                reaper,
                 load_jobs: tokio::sync::Semaphore::new(cores),
                 compile_jobs: tokio::sync::Semaphore::new(cores),
                 compiles_asked: AtomicU32::new(0),
@@ -363,4 +387,28 @@ fn spawn_ticker(engine: &Engine) -> std::io::Result<()> {
             }
         })
         .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_eighth_of_the_instances_are_made_ahead_and_never_more_than_half() {
+        let kept = |max_instances, made_ahead| {
+            RuntimeConfig {
+                max_instances,
+                made_ahead,
+                ..RuntimeConfig::default()
+            }
+            .kept_ahead()
+        };
+        assert_eq!(kept(64, None), 8);
+        assert_eq!(kept(8, None), 1);
+        assert_eq!(kept(7, None), 0, "below 8 instances every one is for calls");
+        assert_eq!(kept(64, Some(0)), 0);
+        assert_eq!(kept(64, Some(20)), 20);
+        assert_eq!(kept(64, Some(1000)), 32, "at most half");
+        assert_eq!(kept(1, Some(1)), 0);
+    }
 }

@@ -178,6 +178,17 @@ impl MemoryLimiter {
     pub(crate) fn limit(&self) -> u64 {
         self.limit
     }
+
+    /// The bytes of memory counted so far.
+    pub(crate) fn used(&self) -> u64 {
+        self.total
+    }
+
+    /// Counts `bytes` already in use (an instance made ahead, handed to a call) as
+    /// if grown under this limiter.
+    pub(crate) fn count_used(&mut self, bytes: u64) {
+        self.total = self.total.saturating_add(bytes);
+    }
 }
 
 impl ResourceLimiter for MemoryLimiter {

@@ -99,6 +99,12 @@ impl WasmTool {
         &self.limits
     }
 
+    /// How many instances were made ahead of this tool's calls, and how many calls
+    /// took one: each call still runs in an instance nobody used before.
+    pub fn made_ahead(&self) -> super::MadeAhead {
+        self.instances.made_ahead()
+    }
+
     /// The user's grants, which each call's hints bound.
     pub fn grants(&self) -> &Grants {
         &self.grants

@@ -1,0 +1,184 @@
+//! Work around a call that need not delay its answer: instances made ahead of the
+//! calls that will use them, and stores dropped after their call has answered.
+//!
+//! Every call still runs in an instance nobody used before. An instance made ahead
+//! is instantiated in a store that grants nothing, runs no guest code (a component's
+//! exports are only called by the host, and piton calls none before the call that
+//! takes it), and gets the call's own sandbox, limits and deadline when a call takes
+//! it. What moves off a call's path is the instantiation (a Python component's
+//! thousands of table entries, its memory image mapped) and the reset of the
+//! instance's memory when its store is dropped.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::Store;
+
+use super::instance::Guest;
+use super::sandbox::Sandbox;
+
+/// How many instances one component keeps made ahead: two, so a call that asks
+/// `hints-for` and then runs finds both of its instances ready.
+const PER_COMPONENT: usize = 2;
+
+/// An instance made ahead, with the instance slot it holds.
+pub(super) struct Made {
+    pub(super) store: Store<Sandbox>,
+    pub(super) guest: Guest,
+    /// The instance slot (of `max_instances`) it takes.
+    slot: OwnedSemaphorePermit,
+    /// Its place among the instances kept made ahead, runtime-wide.
+    _kept: OwnedSemaphorePermit,
+}
+
+impl Made {
+    /// An instance made ahead from its `store`, holding `slot` and `kept`.
+    pub(super) fn new(
+        store: Store<Sandbox>,
+        guest: Guest,
+        slot: OwnedSemaphorePermit,
+        kept: OwnedSemaphorePermit,
+    ) -> Self {
+        Self {
+            store,
+            guest,
+            slot,
+            _kept: kept,
+        }
+    }
+
+    /// Its store, guest and slot for a call; its place among those kept ahead is
+    /// given back.
+    pub(super) fn take(self) -> (Store<Sandbox>, Guest, OwnedSemaphorePermit) {
+        (self.store, self.guest, self.slot)
+    }
+}
+
+/// One component's instances made ahead, waiting for calls. Shared by a toolbox's
+/// tools, dropped with the tool (a reload makes new ones from the new component).
+#[derive(Default)]
+pub(crate) struct ReadyPool {
+    waiting: Mutex<Vec<Made>>,
+    /// Instances being made for this pool, counted with those waiting.
+    making: AtomicUsize,
+    /// Instances made ahead, and taken by calls, since the pool was made.
+    made: AtomicU64,
+    taken: AtomicU64,
+}
+
+impl ReadyPool {
+    /// An instance made ahead, if one waits.
+    pub(super) fn take(&self) -> Option<Made> {
+        let made = self.waiting.lock().ok()?.pop();
+        if made.is_some() {
+            self.taken.fetch_add(1, Ordering::Relaxed);
+        }
+        made
+    }
+
+    /// Whether one more instance should be made: fewer than [`PER_COMPONENT`] wait
+    /// or are being made. Counts the one to be made when it answers yes.
+    pub(super) fn start_making(&self) -> bool {
+        let waiting = self.waiting.lock().map_or(PER_COMPONENT, |w| w.len());
+        self.making
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |making| {
+                (waiting + making < PER_COMPONENT).then_some(making + 1)
+            })
+            .is_ok()
+    }
+
+    /// Puts a made instance to wait (or, on a poisoned lock, drops it) and counts it
+    /// made.
+    pub(super) fn finish_making(&self, made: Option<Made>) {
+        if let Some(made) = made
+            && let Ok(mut waiting) = self.waiting.lock()
+        {
+            waiting.push(made);
+            self.made.fetch_add(1, Ordering::Relaxed);
+        }
+        self.making.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How many instances of a tool's component were made ahead of calls, and how many
+/// calls took one (see [`WasmTool::made_ahead`](super::WasmTool::made_ahead)).
+#[derive(Clone)]
+pub struct MadeAhead(pub(super) Arc<ReadyPool>);
+
+impl MadeAhead {
+    /// Instances made ahead so far.
+    pub fn made(&self) -> u64 {
+        self.0.made.load(Ordering::Relaxed)
+    }
+
+    /// Calls (and `hints-for` questions) that ran in an instance made ahead.
+    pub fn taken(&self) -> u64 {
+        self.0.taken.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for MadeAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MadeAhead")
+            .field("made", &self.made())
+            .field("taken", &self.taken())
+            .finish()
+    }
+}
+
+/// Drops finished stores on a thread of its own, so that resetting an instance's
+/// memory for the next one (a copy or an `madvise` of each page it touched) happens
+/// after its call has answered. The slot is given back once the store is dropped.
+#[derive(Clone)]
+pub(crate) struct Reaper {
+    to_drop: SyncSender<(Store<Sandbox>, OwnedSemaphorePermit)>,
+}
+
+/// Stores waiting to be dropped, at most; past it a call drops its own.
+const REAPER_QUEUE: usize = 64;
+
+impl Reaper {
+    /// Starts the reaper's thread; it ends when the last clone is dropped.
+    pub(crate) fn start() -> std::io::Result<Self> {
+        let (to_drop, dropping) =
+            std::sync::mpsc::sync_channel::<(Store<Sandbox>, OwnedSemaphorePermit)>(REAPER_QUEUE);
+        std::thread::Builder::new()
+            .name("piton-reaper".into())
+            .spawn(move || {
+                for (store, slot) in dropping {
+                    drop(store);
+                    drop(slot);
+                }
+            })?;
+        Ok(Self { to_drop })
+    }
+
+    /// Drops `store`, then gives back `slot`: on the reaper's thread, or here when
+    /// its queue is full.
+    pub(super) fn drop_later(&self, store: Store<Sandbox>, slot: OwnedSemaphorePermit) {
+        match self.to_drop.try_send((store, slot)) {
+            Ok(()) => {}
+            Err(TrySendError::Full((store, slot)) | TrySendError::Disconnected((store, slot))) => {
+                drop(store);
+                drop(slot);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_makes_at_most_two_ahead() {
+        let pool = ReadyPool::default();
+        assert!(pool.start_making());
+        assert!(pool.start_making());
+        assert!(!pool.start_making(), "two are being made");
+        pool.finish_making(None);
+        assert!(pool.start_making(), "one failed: another may be made");
+    }
+}
