@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use piton_host::Limits;
 use piton_host::Registry;
-use piton_host::build::{Lang, Toolchains};
+use piton_host::build::Lang;
 use piton_host::config::ToolConfig;
 use piton_host::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
 use serde_json::json;
@@ -27,6 +27,8 @@ const TEXT: &str = "the quick brown fox jumps over the lazy dog";
 const COLD_COMPILES: usize = 3;
 const CACHED_LOADS: usize = 10;
 const CALLS: usize = 300;
+/// Calls in one block of each runtime's, then the other's.
+const BLOCK: usize = 50;
 
 fn main() {
     let wanted: Vec<Lang> = std::env::args()
@@ -40,11 +42,19 @@ fn main() {
         wanted
     };
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-    let toolchains = toolchains();
+    let toolchains = support::toolchains();
     let scratch = tempfile::tempdir().expect("a scratch folder");
     println!(
-        "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>10}",
-        "lang", "size", "build", "cold compile", "cached load", "call median", "call p99", "memory"
+        "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>22} {:>10}",
+        "lang",
+        "size",
+        "build",
+        "cold compile",
+        "cached load",
+        "call median",
+        "call p99",
+        "none made ahead: med",
+        "memory"
     );
     for lang in langs {
         let dir = scratch.path().join(lang.name()).join("word-count");
@@ -61,7 +71,7 @@ fn main() {
         let size = std::fs::metadata(&built.wasm).map_or(0, |m| m.len());
         let row = rt.block_on(measure(&built.wasm, scratch.path()));
         println!(
-            "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>10}",
+            "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>22} {:>10}",
             lang.name(),
             mib(size),
             secs(build_time),
@@ -69,6 +79,7 @@ fn main() {
             ms(row.cached_load),
             us(row.call_median),
             us(row.call_p99),
+            us(row.unready_median),
             row.memory
                 .map_or_else(|| "> 256MiB".to_owned(), piton_host::format_size),
         );
@@ -93,6 +104,10 @@ fn main() {
         record("langs", &format!("{name}_call_median"), median, "µs");
         let p99 = support::us(row.call_p99);
         record("langs", &format!("{name}_call_p99"), p99, "µs");
+        let median = support::us(row.unready_median);
+        record("langs", &format!("{name}_unready_median"), median, "µs");
+        let p99 = support::us(row.unready_p99);
+        record("langs", &format!("{name}_unready_p99"), p99, "µs");
         if let Some(memory) = row.memory {
             let memory = memory as f64 / f64::from(1 << 20);
             record("langs", &format!("{name}_memory"), memory, "MiB");
@@ -105,6 +120,9 @@ struct Row {
     cached_load: Duration,
     call_median: Duration,
     call_p99: Duration,
+    /// The same with no instance made ahead of calls.
+    unready_median: Duration,
+    unready_p99: Duration,
     memory: Option<u64>,
 }
 
@@ -127,18 +145,33 @@ async fn measure(wasm: &Path, scratch: &Path) -> Row {
         load(&runtime, wasm).await;
         cached.push(started.elapsed());
     }
-    // Calls: each in a fresh instance, one after another.
-    let runtime = runtime(Some(cache));
+    // Calls: each in a fresh instance, one after another; on a runtime that makes
+    // instances ahead of calls (piton's default) and on one that makes none, in
+    // alternating blocks.
+    let runtime = runtime(Some(cache.clone()));
+    let unready_runtime = WasmRuntime::new(RuntimeConfig {
+        cache_dir: Some(cache),
+        made_ahead: Some(0),
+        ..RuntimeConfig::default()
+    })
+    .expect("a runtime");
     let registry = registry_of(load(&runtime, wasm).await, Limits::default());
+    let unready = registry_of(load(&unready_runtime, wasm).await, Limits::default());
     let args = json!({ "text": TEXT });
     for _ in 0..20 {
         call(&registry, &args).await;
+        call(&unready, &args).await;
     }
     let mut calls = Vec::with_capacity(CALLS);
-    for _ in 0..CALLS {
-        let started = Instant::now();
-        call(&registry, &args).await;
-        calls.push(started.elapsed());
+    let mut unready_calls = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS / BLOCK {
+        for (registry, samples) in [(&registry, &mut calls), (&unready, &mut unready_calls)] {
+            for _ in 0..BLOCK {
+                let started = Instant::now();
+                call(registry, &args).await;
+                samples.push(started.elapsed());
+            }
+        }
     }
     // The least memory limit (in steps) under which a call still answers.
     let mut memory = None;
@@ -158,6 +191,8 @@ async fn measure(wasm: &Path, scratch: &Path) -> Row {
         cached_load: median(&mut cached),
         call_median: median(&mut calls),
         call_p99: percentile(&mut calls, 99),
+        unready_median: median(&mut unready_calls),
+        unready_p99: percentile(&mut unready_calls, 99),
         memory,
     }
 }
@@ -197,35 +232,6 @@ fn registry_of(tool: WasmTool, limits: Limits) -> Registry {
 async fn call(registry: &Registry, args: &serde_json::Value) {
     let result = registry.call("word_count", args.clone()).await;
     assert!(matches!(result, Ok(Ok(_))), "word_count failed: {result:?}");
-}
-
-/// The test toolchains: `tests/peers/install` puts componentize-py and
-/// componentize-js into `target/peers`.
-fn toolchains() -> Toolchains {
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("the target tmp folder has a parent")
-        .to_path_buf();
-    let peers = target.join("peers");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/install");
-    let status = std::process::Command::new("bash")
-        .arg(&script)
-        .arg(&peers)
-        .status();
-    if !status.is_ok_and(|s| s.success()) {
-        eprintln!(
-            "{} failed: Python and JavaScript will not build",
-            script.display()
-        );
-    }
-    let bin = peers.join("node_modules/.bin");
-    Toolchains {
-        python: Some(peers.join("venv/bin/python")),
-        componentize_js: Some(bin.join("componentize-js")),
-        node: Some(bin.join("node")),
-        cargo_target_dir: Some(target.join("lang-rust")),
-        ..Toolchains::from_env()
-    }
 }
 
 fn median(samples: &mut [Duration]) -> Duration {

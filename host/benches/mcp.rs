@@ -14,9 +14,8 @@
 //! benches another build of the server with the same clients.
 
 use std::hint::black_box;
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
@@ -29,6 +28,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt as _};
 use serde_json::{Value, json};
 use support::folders::Folders;
+use support::raw::RawClient;
 use support::{Summary, load_average, record};
 
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
@@ -58,90 +58,6 @@ async fn rmcp_call(client: &McpClient, params: CallToolRequestParams) -> Result<
     let result = client.call_tool(params).await?;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     Ok(())
-}
-
-/// The raw client: one JSON-RPC request line written, one answer line read.
-struct RawClient {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-    line: String,
-}
-
-impl RawClient {
-    fn start(folders: &Folders) -> Self {
-        Self::spawn(folders.serve(&[]))
-    }
-
-    /// Starts `cmd` (a `piton serve`) and initializes the session.
-    fn spawn(mut cmd: std::process::Command) -> Self {
-        let mut child = cmd
-            .stderr(Stdio::inherit())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("piton serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut client = Self {
-            child,
-            stdin: Some(stdin),
-            stdout,
-            next_id: 0,
-            line: String::new(),
-        };
-        let init = json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "piton-bench", "version": "0"},
-        });
-        client.request("initialize", &init.to_string());
-        client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        client
-    }
-
-    fn send(&mut self, line: &str) {
-        // One write per message: the line and its newline together.
-        let mut message = String::with_capacity(line.len() + 1);
-        message.push_str(line);
-        message.push('\n');
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(message.as_bytes()).expect("write");
-    }
-
-    /// Sends a request and returns its answer line (notifications are skipped).
-    fn request(&mut self, method: &str, params: &str) -> &str {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
-        ));
-        loop {
-            self.line.clear();
-            let n = self.stdout.read_line(&mut self.line).expect("read");
-            assert!(n > 0, "piton serve closed its stdout");
-            if self.line.contains(r#""id":"#) {
-                return &self.line;
-            }
-        }
-    }
-
-    fn call(&mut self, params: &str) {
-        let answer = self.request("tools/call", params);
-        assert!(
-            answer.contains(r#""text":"9""#) && !answer.contains(r#""isError":true"#),
-            "{answer}"
-        );
-    }
-}
-
-impl Drop for RawClient {
-    fn drop(&mut self) {
-        // Closing stdin ends `piton serve`; reap it.
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
 }
 
 fn raw_params() -> String {
@@ -221,10 +137,14 @@ fn bench(c: &mut Criterion) {
     local.block_on(client.cancel()).expect("client stops");
 
     // Raw JSON-RPC lines.
-    let mut raw = RawClient::start(&folders);
+    let mut raw = RawClient::spawn(folders.serve(&[]));
     let raw_params = raw_params();
-    timed_loop("raw JSON-RPC client", "stdio_raw", || raw.call(&raw_params));
-    group.bench_function("raw_jsonrpc_client", |b| b.iter(|| raw.call(&raw_params)));
+    timed_loop("raw JSON-RPC client", "stdio_raw", || {
+        raw.call(&raw_params, "9")
+    });
+    group.bench_function("raw_jsonrpc_client", |b| {
+        b.iter(|| raw.call(&raw_params, "9"))
+    });
     group.finish();
     drop(raw);
 }
@@ -243,7 +163,7 @@ fn server_cpu(folders: &Folders, calls: usize) -> Option<(Duration, Duration)> {
     let params = raw_params();
     let start = Instant::now();
     for _ in 0..calls {
-        raw.call(&params);
+        raw.call(&params, "9");
     }
     let wall = start.elapsed();
     drop(raw);

@@ -13,8 +13,14 @@ pub struct Folders {
 impl Folders {
     /// Both folders, `word_count.wasm` written into the plugins one.
     pub fn new() -> Self {
-        let plugins = tempfile::tempdir().expect("temp dir");
         let bytes = piton_host::plugins::bundled_bytes("word-count").expect("word-count");
+        Self::holding(bytes)
+    }
+
+    /// Both folders, the component `bytes` written into the plugins one as
+    /// `word_count.wasm`.
+    pub fn holding(bytes: &[u8]) -> Self {
+        let plugins = tempfile::tempdir().expect("temp dir");
         std::fs::write(plugins.path().join("word_count.wasm"), bytes).expect("write wasm");
         let cwd = tempfile::tempdir().expect("temp dir");
         Self { plugins, cwd }

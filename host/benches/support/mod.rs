@@ -9,9 +9,11 @@
 #![allow(dead_code, unreachable_pub)] // each bench uses a different part
 
 use std::io::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 pub mod folders;
+pub mod raw;
 
 /// Sorted samples of one timed loop.
 pub struct Summary {
@@ -111,5 +113,34 @@ pub fn record(bench: &str, key: &str, value: f64, unit: &str) {
             "cannot append to PITON_BENCH_RECORD {}: {error}",
             std::path::Path::new(&path).display()
         );
+    }
+}
+
+/// The test toolchains: `tests/peers/install` puts componentize-py and
+/// componentize-js into `target/peers`.
+pub fn toolchains() -> piton_host::build::Toolchains {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target tmp folder has a parent")
+        .to_path_buf();
+    let peers = target.join("peers");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/install");
+    let status = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(&peers)
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        eprintln!(
+            "{} failed: Python and JavaScript will not build",
+            script.display()
+        );
+    }
+    let bin = peers.join("node_modules/.bin");
+    piton_host::build::Toolchains {
+        python: Some(peers.join("venv/bin/python")),
+        componentize_js: Some(bin.join("componentize-js")),
+        node: Some(bin.join("node")),
+        cargo_target_dir: Some(target.join("lang-rust")),
+        ..piton_host::build::Toolchains::from_env()
     }
 }
