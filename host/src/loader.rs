@@ -515,7 +515,8 @@ impl Loader {
                 format_size(running.max_memory)
             ));
         }
-        if wanted.kept_ahead() != running.kept_ahead() {
+        // Set or unset by the table; one that follows max_instances is said with it.
+        if wanted.made_ahead != running.made_ahead {
             differ.push(format!(
                 "made_ahead = {} (running with {})",
                 wanted.kept_ahead(),

@@ -230,4 +230,12 @@ async fn a_runtime_table_changed_after_the_start_is_a_warning_until_a_restart() 
           max_memory = 1 GiB (running with 4 GiB); restart piton to apply it"
         ]
     );
+    config(folder.path(), "[runtime]\nmade_ahead = 0\n");
+    assert_eq!(
+        loader.load().await.unwrap().warnings,
+        [
+            "piton.toml [runtime] takes effect when piton starts, not at a reload: \
+          made_ahead = 0 (running with 8); restart piton to apply it"
+        ]
+    );
 }
