@@ -27,3 +27,11 @@ pub(crate) use plugin::exports::piton::tool::tool::{Content, ToolError, ToolHint
 pub(crate) use plugin::{Plugin, PluginPre};
 pub(crate) use toolbox::exports::piton::tool::toolbox::ToolDecl;
 pub(crate) use toolbox::{ToolboxPlugin, ToolboxPluginPre};
+
+/// A fresh instance of a tool's component, of either world.
+pub(crate) enum Guest {
+    /// Of a `plugin`.
+    Plugin(Plugin),
+    /// Of a `toolbox-plugin`.
+    Toolbox(ToolboxPlugin),
+}

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use wasmtime::{Store, UpdateDeadline};
 
-use super::bindings::{self, Plugin, PluginPre, ToolboxPlugin, ToolboxPluginPre};
+use super::bindings::{self, Guest, PluginPre, ToolboxPluginPre};
 use super::fs::Pins;
 use super::ready::{Made, ReadyPool};
 use super::runtime::{Admitted, WasmRuntime};
@@ -55,14 +55,6 @@ pub(super) enum Pre {
         /// Whether the tool's `hints-for` can answer anything but none.
         has_hints_for: bool,
     },
-}
-
-/// A fresh instance of a tool's component.
-pub(super) enum Guest {
-    /// Of a `plugin`.
-    Plugin(Plugin),
-    /// Of a `toolbox-plugin`.
-    Toolbox(ToolboxPlugin),
 }
 
 /// What to do inside a fresh instance.

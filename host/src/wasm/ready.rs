@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::Store;
 
-use super::instance::Guest;
+use super::bindings::Guest;
 use super::sandbox::Sandbox;
 
 /// How many instances one component keeps made ahead: two, so a call that asks

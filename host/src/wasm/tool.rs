@@ -101,7 +101,7 @@ impl WasmTool {
 
     /// How many instances were made ahead of this tool's calls, and how many calls
     /// took one: each call still runs in an instance nobody used before.
-    pub fn made_ahead(&self) -> super::MadeAhead {
+    pub fn made_ahead(&self) -> super::ready::MadeAhead {
         self.instances.made_ahead()
     }
 
