@@ -1,5 +1,5 @@
 /*
- * piton.c: the exports of the world `plugin` (piton:tool/tool@0.1.1), made from the
+ * piton.c: the exports of the world `plugin` (piton:tool/tool@0.1.2), made from the
  * tool PITON_TOOL declared, and the result builders of piton.h.
  *
  * The generated bindings (bindings/plugin.h) pass ownership both ways: an export owns

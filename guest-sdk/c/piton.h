@@ -4,7 +4,7 @@
  * A tool is one C file that includes this header, declares the tool with
  * PITON_TOOL(...) and defines its run function. `piton build tool.c` compiles it
  * with piton.c and the `wit-bindgen c` bindings of the world `plugin`
- * (piton:tool/tool@0.1.1) for wasm32-wasi, and makes it a component.
+ * (piton:tool/tool@0.1.2) for wasm32-wasi, and makes it a component.
  *
  *     #include "piton.h"
  *

@@ -31,7 +31,7 @@
 // the component (StarlingMonkey), where piton's builder puts its own copy of it.
 
 /** The version of the piton:tool contract this SDK implements. */
-export const CONTRACT = "piton:tool@0.1.1";
+export const CONTRACT = "piton:tool@0.1.2";
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const HINTS = ["readOnly", "destructive", "idempotent", "openWorld"];

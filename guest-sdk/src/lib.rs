@@ -123,7 +123,7 @@ pub mod toolbox_bindings {
         world: "toolbox-plugin",
         path: "../wit",
         pub_export_macro: true,
-        with: { "piton:tool/types@0.1.1": crate::bindings::piton::tool::types },
+        with: { "piton:tool/types@0.1.2": crate::bindings::piton::tool::types },
     });
 }
 

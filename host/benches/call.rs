@@ -82,7 +82,7 @@ impl Reused {
             .await
             .expect("instantiates");
         let interface = instance
-            .get_export_index(&mut store, None, "piton:tool/tool@0.1.1")
+            .get_export_index(&mut store, None, "piton:tool/tool@0.1.2")
             .expect("exports piton:tool/tool");
         let run = instance
             .get_export_index(&mut store, Some(&interface), "run")

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Exported Functions from `piton:tool/tool@0.1.1`
+// Exported Functions from `piton:tool/tool@0.1.2`
 
-__attribute__((__weak__, __export_name__("cabi_post_piton:tool/tool@0.1.1#spec")))
+__attribute__((__weak__, __export_name__("cabi_post_piton:tool/tool@0.1.2#spec")))
 void __wasm_export_exports_piton_tool_tool_spec_post_return(uint8_t * arg0) {
   if ((*((size_t*) (arg0 + sizeof(void*)))) > 0) {
     free(*((uint8_t **) (arg0 + 0)));
@@ -20,7 +20,7 @@ void __wasm_export_exports_piton_tool_tool_spec_post_return(uint8_t * arg0) {
 
 
 
-__attribute__((__weak__, __export_name__("cabi_post_piton:tool/tool@0.1.1#run")))
+__attribute__((__weak__, __export_name__("cabi_post_piton:tool/tool@0.1.2#run")))
 void __wasm_export_exports_piton_tool_tool_run_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -214,7 +214,7 @@ void plugin_string_free(plugin_string_t *ret) {
 
 // Component Adapters
 
-__attribute__((__export_name__("piton:tool/tool@0.1.1#spec")))
+__attribute__((__export_name__("piton:tool/tool@0.1.2#spec")))
 uint8_t * __wasm_export_exports_piton_tool_tool_spec(void) {
   exports_piton_tool_tool_tool_spec_t ret;
   exports_piton_tool_tool_spec(&ret);
@@ -229,7 +229,7 @@ uint8_t * __wasm_export_exports_piton_tool_tool_spec(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("piton:tool/tool@0.1.1#hints")))
+__attribute__((__export_name__("piton:tool/tool@0.1.2#hints")))
 uint8_t * __wasm_export_exports_piton_tool_tool_hints(void) {
   exports_piton_tool_tool_tool_hints_t ret;
   exports_piton_tool_tool_hints(&ret);
@@ -241,7 +241,7 @@ uint8_t * __wasm_export_exports_piton_tool_tool_hints(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("piton:tool/tool@0.1.1#hints-for")))
+__attribute__((__export_name__("piton:tool/tool@0.1.2#hints-for")))
 uint8_t * __wasm_export_exports_piton_tool_tool_hints_for(uint8_t * arg, size_t arg0) {
   plugin_string_t arg1 = (plugin_string_t) { (uint8_t*)(arg), (arg0) };
   exports_piton_tool_tool_tool_hints_t val;
@@ -264,7 +264,7 @@ uint8_t * __wasm_export_exports_piton_tool_tool_hints_for(uint8_t * arg, size_t 
   return ptr;
 }
 
-__attribute__((__export_name__("piton:tool/tool@0.1.1#run")))
+__attribute__((__export_name__("piton:tool/tool@0.1.2#run")))
 uint8_t * __wasm_export_exports_piton_tool_tool_run(uint8_t * arg, size_t arg0) {
   plugin_string_t arg1 = (plugin_string_t) { (uint8_t*)(arg), (arg0) };
   exports_piton_tool_tool_result_list_content_tool_error_t ret;

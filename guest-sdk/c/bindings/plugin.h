@@ -115,7 +115,7 @@ typedef struct {
   } val;
 } exports_piton_tool_tool_result_list_content_tool_error_t;
 
-// Exported Functions from `piton:tool/tool@0.1.1`
+// Exported Functions from `piton:tool/tool@0.1.2`
 void exports_piton_tool_tool_spec(exports_piton_tool_tool_tool_spec_t *ret);
 void exports_piton_tool_tool_hints(exports_piton_tool_tool_tool_hints_t *ret);
 bool exports_piton_tool_tool_hints_for(plugin_string_t *args, exports_piton_tool_tool_tool_hints_t *ret);

@@ -27,7 +27,7 @@ WORLD = "toolbox-plugin"
 HTTP_WORLD = "toolbox-plugin-http"
 WASI = "0.2.12"  # the wasi:* version of the staged WIT, the one piton's host links
 # Module names of the bindings, pinned: piton.http and _component import these.
-INTERFACE_NAMES = [("piton:tool/types@0.1.1", "piton_types")]
+INTERFACE_NAMES = [("piton:tool/types@0.1.2", "piton_types")]
 HTTP_INTERFACE_NAMES = [
     (f"wasi:http/types@{WASI}", "http_types"),
     (f"wasi:http/outgoing-handler@{WASI}", "outgoing_handler"),

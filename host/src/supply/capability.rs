@@ -193,6 +193,7 @@ mod tests {
             ("wasi:cli/stdout@0.2.6", ImportKind::Harmless),
             ("wasi:io/streams@0.2.6", ImportKind::Harmless),
             ("piton:tool/types@0.1.1", ImportKind::Harmless),
+            ("piton:tool/types@0.1.2", ImportKind::Harmless),
             ("acme:evil/backdoor", ImportKind::Unknown),
         ];
         for (name, kind) in table {

@@ -3,9 +3,9 @@
 //! of another interface or another piton:tool version.
 
 /// The interface a piton tool exports.
-pub(super) const TOOL_EXPORT: &str = "piton:tool/tool@0.1.1";
+pub(super) const TOOL_EXPORT: &str = "piton:tool/tool@0.1.2";
 /// The interface a piton toolbox (several tools) exports.
-pub(super) const TOOLBOX_EXPORT: &str = "piton:tool/toolbox@0.1.1";
+pub(super) const TOOLBOX_EXPORT: &str = "piton:tool/toolbox@0.1.2";
 
 /// Which piton world a component exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,7 +206,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("piton:tool 0.1.1, or use a piton that loads 0.2.0")
+                .contains("piton:tool 0.1.2, or use a piton that loads 0.2.0")
         );
         assert_eq!(
             of(&["piton:tool/toolbox@0.10.0"]),
