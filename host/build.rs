@@ -1,5 +1,5 @@
-//! Builds the example plugins in ../plugins to components that the `piton` binary
-//! carries, so a fresh clone runs them with no other step; and lists the `piton new`
+//! Builds the example plugins in ../plugins, and code mode's interpreter in
+//! ../guest-sdk/code, to components that the `piton` binary carries, so a fresh clone runs them with no other step; and lists the `piton new`
 //! templates (../guest-sdk/templates/LANG/...) for the binary to carry.
 
 use std::fmt::Write as _;
@@ -9,6 +9,10 @@ fn main() {
     piton_guest_builder::Guests::in_folder("../plugins")
         .embed(true)
         .build_into("bundled_plugins.rs");
+    // Code mode's interpreter: a guest that is no tool, so not among the examples.
+    piton_guest_builder::Guests::in_folder("../guest-sdk/code")
+        .embed(true)
+        .build_into("code_guests.rs");
     templates();
     skipped_tests();
 }

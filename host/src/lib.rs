@@ -34,6 +34,7 @@ pub mod build;
 mod bundled;
 pub mod call;
 pub mod cli;
+pub mod code;
 pub mod config;
 pub mod consent;
 mod error;
@@ -76,7 +77,7 @@ pub use schema::SchemaError;
 pub use schema_cost::CostError;
 pub use source::ToolSource;
 pub use tool::{
-    Args, ComponentInfo, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION, MAX_INPUT_SCHEMA,
-    SandboxReport, SpecSizeError, Tool, ToolError, ToolNameError, ToolResult, ToolSpec,
-    check_spec_size, check_tool_name,
+    Args, Caller, ComponentInfo, Content, DONE, DynTool, HintsTrust, MAX_DESCRIPTION,
+    MAX_INPUT_SCHEMA, Nested, SandboxReport, SpecSizeError, Tool, ToolError, ToolNameError,
+    ToolResult, ToolSpec, check_spec_size, check_tool_name,
 };

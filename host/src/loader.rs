@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::code::interpreter::Interpreter;
 use crate::config::audit::AuditSettings;
 use crate::config::tracing::TracingSettings;
 use crate::config::{Config, ConfigError};
@@ -90,6 +91,11 @@ pub struct Loader {
     /// With it (`piton serve`), every registry asks the person before the calls
     /// piton.toml's `[approve]` names.
     consent: Option<crate::consent::Keeper>,
+    /// Whether every registry has code mode's tool, whatever `[code] enabled` says
+    /// (`serve --code-mode`).
+    code_mode: bool,
+    /// Code mode's interpreter, compiled at the first load that needs it.
+    interpreter: tokio::sync::OnceCell<Arc<Interpreter>>,
 }
 
 impl std::fmt::Debug for Loader {
@@ -156,6 +162,8 @@ impl Loader {
             sized_by_config: false,
             observer: Mutex::new(None),
             consent: None,
+            code_mode: false,
+            interpreter: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -195,6 +203,14 @@ impl Loader {
     #[must_use]
     pub fn with_consent(mut self, keeper: crate::consent::Keeper) -> Self {
         self.consent = Some(keeper);
+        self
+    }
+
+    /// Gives every registry loaded code mode's tool (see [`crate::code`]), as
+    /// piton.toml's `[code] enabled = true` does; the rest of `[code]` still applies.
+    #[must_use]
+    pub fn with_code_mode(mut self) -> Self {
+        self.code_mode = true;
         self
     }
 
@@ -354,6 +370,19 @@ impl Loader {
             &files,
             &named,
         ));
+        if config.code.enabled || self.code_mode {
+            let added = crate::code::setup::add_code_tool(
+                &self.runtime,
+                &self.interpreter,
+                &config.code,
+                &mut loaded.registry,
+            )
+            .await;
+            match added {
+                Ok(warnings) => loaded.warnings.extend(warnings),
+                Err(error) => loaded.errors.push(error),
+            }
+        }
         loaded
             .warnings
             .extend(self.trim_cache(started, config.cache.max_size).await);
@@ -500,36 +529,7 @@ impl Loader {
         } else {
             running.clone()
         };
-        let wanted = base.with_settings(&config.runtime);
-        let mut differ = Vec::new();
-        if wanted.max_instances != running.max_instances {
-            differ.push(format!(
-                "max_instances = {} (running with {})",
-                wanted.max_instances, running.max_instances
-            ));
-        }
-        if wanted.max_memory != running.max_memory {
-            differ.push(format!(
-                "max_memory = {} (running with {})",
-                format_size(wanted.max_memory),
-                format_size(running.max_memory)
-            ));
-        }
-        // Set or unset by the table; one that follows max_instances is said with it.
-        if wanted.made_ahead != running.made_ahead {
-            differ.push(format!(
-                "made_ahead = {} (running with {})",
-                wanted.kept_ahead(),
-                running.kept_ahead()
-            ));
-        }
-        if wanted.queued() != running.queued() {
-            differ.push(format!(
-                "max_queued = {} (running with {})",
-                wanted.queued(),
-                running.queued()
-            ));
-        }
+        let differ = base.with_settings(&config.runtime).differences(running);
         (!differ.is_empty()).then(|| {
             format!(
                 "piton.toml [runtime] takes effect when piton starts, not at a reload: {}; \

@@ -12,7 +12,7 @@ use crate::consent::{Channel, Consent, Verdict};
 use crate::error::{CallError, LoadError, LoadErrorKind};
 use crate::group::{CheckedTool, DynGroup, ToolGroup, check_group_name};
 use crate::observe::{Approval, Facts, Observer};
-use crate::tool::{Args, DynTool, Tool, ToolError, ToolResult};
+use crate::tool::{Args, Caller, DynTool, Nested, Tool, ToolError, ToolResult};
 use piton_wit::Hints;
 
 /// Every tool by name: the seed's `tool_map`.
@@ -32,6 +32,9 @@ pub struct Registry {
     consent: Option<Arc<Consent>>,
     /// The metric handles of the tools loaded here, made once (see `observe`).
     stats: HashMap<String, crate::observe::ToolStats>,
+    /// With `[code] only`: the one tool clients see and call (code mode's); the
+    /// others are reached only through it.
+    only: Option<String>,
 }
 
 impl Default for Registry {
@@ -43,6 +46,7 @@ impl Default for Registry {
             observer: Observer::disabled(),
             consent: None,
             stats: HashMap::new(),
+            only: None,
         }
     }
 }
@@ -53,6 +57,7 @@ impl std::fmt::Debug for Registry {
             .field("tools", &self.tools.keys())
             .field("groups", &self.groups.keys())
             .field("approver", &self.approver.is_some())
+            .field("only", &self.only)
             .finish()
     }
 }
@@ -187,6 +192,19 @@ impl Registry {
         self.consent.as_ref()
     }
 
+    /// Serves the registry as the tool `name` alone (`[code] only`): [`Registry::list`]
+    /// lists it and nothing else, and a call of any other name is an unknown tool.
+    /// The other tools are still there for the calls `name` makes through
+    /// [`Tool::call_through`].
+    pub fn set_only(&mut self, name: &str) {
+        self.only = Some(name.to_owned());
+    }
+
+    /// The one tool served, if [`Registry::set_only`] said so.
+    pub fn only(&self) -> Option<&str> {
+        self.only.as_deref()
+    }
+
     /// Counts every call in `observer`'s metrics and writes its audit record, from
     /// now on. The metric series of tools `observer` knows that this registry lacks
     /// are dropped (a reload left them out).
@@ -215,10 +233,20 @@ impl Registry {
         self.entry(name, true).await.map(|e| e.tool().clone())
     }
 
-    /// Every tool, listing each group that is not listed yet (all at once). A group
-    /// that cannot be listed is an error in the listing; the other tools are still
-    /// listed.
+    /// Every tool a client sees, listing each group that is not listed yet (all at
+    /// once). A group that cannot be listed is an error in the listing; the other
+    /// tools are still listed. With [`Registry::set_only`], the one tool.
     pub async fn list(&self) -> Listing {
+        let mut listing = self.list_all().await;
+        if let Some(only) = &self.only {
+            listing.tools.retain(|tool| tool.spec().name == *only);
+        }
+        listing
+    }
+
+    /// Every tool, as [`Registry::list`] lists them, whatever
+    /// [`Registry::set_only`] says: the tools code mode's programs may call.
+    pub async fn list_all(&self) -> Listing {
         let mut tools: BTreeMap<String, DynTool> = self
             .tools
             .iter()
@@ -326,6 +354,27 @@ impl Registry {
         args: Value,
         channel: &Channel<'_>,
     ) -> Result<ToolResult, CallError> {
+        if let Some(only) = self.only.as_deref().filter(|only| *only != name) {
+            let watch = self.observer.watch(ctx, name, &args);
+            let result = Err(CallError::UnknownTool {
+                name: name.to_owned(),
+                known: vec![only.to_owned()],
+            });
+            watch.finish(&result);
+            return result;
+        }
+        self.observed(ctx, name, args, channel).await.0
+    }
+
+    /// Calls a tool watched by the observer; the flag says whether the call was
+    /// refused before it ran (not approved, or the person did not allow it).
+    async fn observed(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+        args: Value,
+        channel: &Channel<'_>,
+    ) -> (Result<ToolResult, CallError>, bool) {
         let mut watch = self.observer.watch(ctx, name, &args);
         let result = match self.entry(name, false).await {
             Ok(entry) => {
@@ -335,8 +384,10 @@ impl Registry {
             }
             Err(error) => Err(error),
         };
+        let refused = matches!(watch.facts.approval, Approval::Deny(_))
+            || watch.facts.consent.is_some_and(|c| !c.runs());
         watch.finish(&result);
-        result
+        (result, refused)
     }
 
     /// Calls a tool in `ctx`, a context the caller made (a transport, with the
@@ -374,7 +425,10 @@ impl Registry {
         };
         let hints = call_hints(ctx, entry.tool().as_ref(), &args).await?;
         facts.hints = Some(hints);
-        if let Some(approver) = &self.approver {
+        // A tool whose calls only call other tools (code mode) is not asked about:
+        // each call it makes is, when it makes it.
+        let asked = !entry.tool().only_calls_tools();
+        if let Some(approver) = self.approver.as_ref().filter(|_| asked) {
             let request = ApprovalRequest {
                 tool: entry.tool().as_ref(),
                 args: &args,
@@ -389,7 +443,7 @@ impl Registry {
             }
             facts.approval = Approval::Allow;
         }
-        if let Some(consent) = &self.consent {
+        if let Some(consent) = self.consent.as_ref().filter(|_| asked) {
             match consent
                 .decide(entry.tool().as_ref(), &args, hints, channel)
                 .await
@@ -417,10 +471,11 @@ impl Registry {
         }
         // `idempotent` is not a capability: it only lets the host try again once after a
         // fault of its own (not the tool's), since a second run has no further effect.
-        match entry.tool().call(ctx, &args, hints).await {
+        let tool = entry.tool();
+        match tool.call_through(self, ctx, &args, hints).await {
             Err(CallError::Host { message, .. }) if hints.is_idempotent() => {
                 tracing::warn!(tool = name, %message, "host fault in an idempotent call; retrying once");
-                entry.tool().call(ctx, &args, hints).await
+                tool.call_through(self, ctx, &args, hints).await
             }
             result => result,
         }
@@ -460,6 +515,30 @@ impl Registry {
             results[i] = Some(self.call(&name, args).await);
         }
         results.into_iter().flatten().collect()
+    }
+}
+
+/// A program's calls (code mode) take the client's path, whatever
+/// [`Registry::set_only`] says: the person is asked over the run's asker, which
+/// carries the question to their client (a 2025-11-25 session's
+/// `elicitation/create`, or a 2026-07-28 `input_required` while the run waits on
+/// this replica); a client that cannot be asked gets the refusal.
+#[async_trait::async_trait]
+impl Caller for Registry {
+    async fn call_nested(&self, ctx: &CallContext, name: &str, args: Value) -> Nested {
+        let scope = ctx.scope().unwrap_or("program");
+        let channel = match ctx.asker() {
+            Some(asker) => Channel::Session {
+                asker: asker.as_ref(),
+                scope,
+            },
+            None => Channel::Cannot,
+        };
+        match self.observed(ctx, name, args, &channel).await {
+            (Ok(Err(ToolError::Failed(message))), true) => Nested::Refused(message),
+            (Ok(result), _) => Nested::Ran(result),
+            (Err(error), _) => Nested::Stopped(error),
+        }
     }
 }
 

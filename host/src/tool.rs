@@ -230,6 +230,50 @@ pub trait Tool: Send + Sync {
         args: &Args,
         hints: Hints,
     ) -> Result<ToolResult, CallError>;
+
+    /// Runs one call as [`Tool::call`] does, for a tool that calls other tools:
+    /// `caller` is the registry's call path. The registry calls this; by default it
+    /// is [`Tool::call`]. Code mode's tool runs its program through it.
+    async fn call_through(
+        &self,
+        _caller: &dyn Caller,
+        ctx: &CallContext,
+        args: &Args,
+        hints: Hints,
+    ) -> Result<ToolResult, CallError> {
+        self.call(ctx, args, hints).await
+    }
+
+    /// Whether every effect of a call is a call of another tool through
+    /// [`Tool::call_through`]'s caller (code mode). Each of those is approved and
+    /// asked about on its own, so the registry asks neither its approver nor the
+    /// person about the call itself. Default false.
+    fn only_calls_tools(&self) -> bool {
+        false
+    }
+}
+
+/// The registry's call path as a tool that calls other tools sees it (see
+/// [`Tool::call_through`]): each call is found, checked against its input schema,
+/// narrowed by `hints_for`, approved and asked about (through the context's asker),
+/// run in its own sandbox, counted and audited, exactly like a client's call.
+#[async_trait::async_trait]
+pub trait Caller: Send + Sync {
+    /// Calls the tool `name` with `args` in `ctx`, a context made for this call
+    /// ([`CallContext::made_by_program`]).
+    async fn call_nested(&self, ctx: &CallContext, name: &str, args: Value) -> Nested;
+}
+
+/// What a call through a [`Caller`] gave.
+#[derive(Debug)]
+pub enum Nested {
+    /// The tool ran: its content, or its error result.
+    Ran(ToolResult),
+    /// The call was refused before the tool ran: the approver or the person did
+    /// not allow it, or the person could not be asked. The message says which.
+    Refused(String),
+    /// The call stopped: a tool that does not exist, a trap, a lost connection.
+    Stopped(CallError),
 }
 
 /// A shared tool.

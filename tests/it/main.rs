@@ -4,6 +4,7 @@ mod approval;
 mod cache;
 mod cache_private;
 mod cli;
+mod code;
 mod config;
 mod deploy;
 mod docs;

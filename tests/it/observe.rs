@@ -20,7 +20,7 @@ const HEADER_SECRET: &str = "header-secret-0042";
 const ENV_SECRET: &str = "env-secret-0042";
 
 /// The value of the series `name{labels}` in Prometheus text, if there is one.
-fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     let mut want: Vec<(String, String)> = labels
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -52,7 +52,7 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 }
 
 /// The audit log's records once it holds `n` lines.
-fn records(log: &Path, n: usize) -> Vec<Value> {
+pub(crate) fn records(log: &Path, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + ANSWER;
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();

@@ -13,7 +13,8 @@ use crate::call::trace::{TraceParent, TraceState};
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A call's id: unique within this process, in the order calls were made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
 pub struct CallId(u64);
 
 impl CallId {
@@ -62,8 +63,23 @@ pub struct CallContext {
     /// The caller's `tracestate`; only with a [`CallContext::trace`].
     pub tracestate: Option<TraceState>,
     /// How to ask the person who made the call, if their client can be asked
-    /// during it: an upstream MCP server's questions are sent there.
+    /// during it: an upstream MCP server's questions are sent there, and so are
+    /// the consent questions of the calls a program makes (code mode).
     asker: Option<Arc<dyn Elicit>>,
+    /// Who "allow for a while" is remembered for: the caller's session or client.
+    scope: Option<Arc<str>>,
+    /// The program that made this call, when code mode made it.
+    made_by: Option<MadeBy>,
+}
+
+/// The run of a program (code mode) that made a call: the tool that ran it and the
+/// run's own call id.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MadeBy {
+    /// The code-mode tool, such as `run_python`.
+    pub tool: String,
+    /// The id of the run's own call.
+    pub run: CallId,
 }
 
 impl CallContext {
@@ -75,7 +91,43 @@ impl CallContext {
             trace: None,
             tracestate: None,
             asker: None,
+            scope: None,
+            made_by: None,
         }
+    }
+
+    /// A context for a call that the program run in `run` (a call of the code-mode
+    /// tool `tool`) makes: a new id, the run's trace context, asker and scope, and
+    /// [`CallContext::made_by`] naming the run.
+    pub fn made_by_program(run: &CallContext, tool: &str) -> Self {
+        Self {
+            trace: run.trace,
+            tracestate: run.tracestate.clone(),
+            asker: run.asker.clone(),
+            scope: run.scope.clone(),
+            made_by: Some(MadeBy {
+                tool: tool.to_owned(),
+                run: run.id,
+            }),
+            ..Self::new()
+        }
+    }
+
+    /// This context with the name "allow for a while" is remembered for (the
+    /// caller's session or client), for the calls made inside this one.
+    pub fn with_scope(mut self, scope: &str) -> Self {
+        self.scope = Some(Arc::from(scope));
+        self
+    }
+
+    /// Who "allow for a while" is remembered for, if the caller said.
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// The program run that made this call, if code mode made it.
+    pub fn made_by(&self) -> Option<&MadeBy> {
+        self.made_by.as_ref()
     }
 
     /// This context with a way to ask the person who made the call (a session
@@ -130,6 +182,7 @@ impl fmt::Debug for CallContext {
             .field("trace", &self.trace)
             .field("tracestate", &self.tracestate)
             .field("asks", &self.asker.is_some())
+            .field("made_by", &self.made_by)
             .finish_non_exhaustive()
     }
 }
@@ -144,6 +197,27 @@ mod tests {
         assert!(b.id() > a.id(), "{:?} then {:?}", a.id(), b.id());
         assert!(!Arc::ptr_eq(a.notes(), b.notes()));
         assert!(a.trace.is_none() && a.tracestate.is_none());
+    }
+
+    #[test]
+    fn a_program_s_call_has_its_own_id_and_names_the_run() {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let run = CallContext::new()
+            .traced(Some(parent), None)
+            .with_scope("session-1");
+        let nested = CallContext::made_by_program(&run, "run_python");
+        assert!(nested.id() > run.id());
+        assert!(!Arc::ptr_eq(nested.notes(), run.notes()));
+        assert_eq!(nested.trace, run.trace);
+        assert_eq!(nested.scope(), Some("session-1"));
+        assert_eq!(
+            nested.made_by(),
+            Some(&MadeBy {
+                tool: "run_python".into(),
+                run: run.id()
+            })
+        );
+        assert!(run.made_by().is_none());
     }
 
     #[test]

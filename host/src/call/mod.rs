@@ -10,6 +10,6 @@ mod elicit;
 pub(crate) mod notes;
 mod trace;
 
-pub use context::{CallContext, CallId};
+pub use context::{CallContext, CallId, MadeBy};
 pub use elicit::{Elicit, ElicitError, Question};
 pub use trace::{MAX_TRACESTATE, TraceParent, TraceState};

@@ -76,6 +76,10 @@ enum Command {
         /// temp folder that only you can read.
         #[arg(long, value_name = "DIR")]
         image_dir: Option<PathBuf>,
+        /// Have code mode's tool, as piton.toml's [code] enabled = true does. On
+        /// without it when NAME is run_python.
+        #[arg(long)]
+        code_mode: bool,
     },
     /// Show a tool's spec, schema, hints, imports, size and hash.
     Inspect {
@@ -116,6 +120,10 @@ enum Command {
         /// not-read-only (the default), destructive, open-world, always or never.
         #[arg(long, value_name = "MODE")]
         approve: Option<crate::config::approve::AskMode>,
+        /// Serve code mode's tool too (run_python: a short Python program that
+        /// calls the other tools), as piton.toml's [code] enabled = true does.
+        #[arg(long)]
+        code_mode: bool,
     },
     /// Build a tool project (Rust, Python, JavaScript or C) or a single source file
     /// (tools.py, tools.js, tool.c) into a component, and print its path.
@@ -353,8 +361,10 @@ async fn run(command: Command) -> io::Result<Outcome> {
             args,
             plugins,
             image_dir,
+            code_mode,
         } => {
-            on_registry(plugins, false, |registry| async move {
+            let code_mode = code_mode || name == crate::config::code::DEFAULT_NAME;
+            on_registry_with(plugins, false, code_mode, |registry| async move {
                 call::call(&registry, &name, args.as_deref(), image_dir).await
             })
             .await
@@ -377,13 +387,14 @@ async fn run(command: Command) -> io::Result<Outcome> {
             limits,
             shutdown_grace,
             approve,
+            code_mode,
         } => {
             let http = http.map(|addr| serve::Http {
                 addr,
                 limits: limits.limits(),
                 allowed_hosts: allow_host,
             });
-            Ok(serve::serve(plugins, http, shutdown_grace, approve).await)
+            Ok(serve::serve(plugins, http, shutdown_grace, approve, code_mode).await)
         }
         Command::Build { path, out } => {
             Ok(tokio::task::spawn_blocking(move || build::build(path, out))
@@ -434,9 +445,26 @@ where
     F: FnOnce(Registry) -> Fut,
     Fut: Future<Output = io::Result<Outcome>>,
 {
+    on_registry_with(arg, consent, false, command).await
+}
+
+/// [`on_registry`], with code mode's tool in the registry when `code_mode`.
+async fn on_registry_with<F, Fut>(
+    arg: PluginsArg,
+    consent: bool,
+    code_mode: bool,
+    command: F,
+) -> io::Result<Outcome>
+where
+    F: FnOnce(Registry) -> Fut,
+    Fut: Future<Output = io::Result<Outcome>>,
+{
     let Some(mut loader) = loader(arg) else {
         return Ok(Outcome::Usage);
     };
+    if code_mode {
+        loader = loader.with_code_mode();
+    }
     if consent {
         loader = loader.with_consent(crate::consent::Keeper::new(None));
     }

@@ -99,6 +99,7 @@ pub(super) async fn serve(
     http: Option<Http>,
     grace: std::time::Duration,
     approve: Option<crate::config::approve::AskMode>,
+    code_mode: bool,
 ) -> Outcome {
     // A bad address fails before anything is loaded.
     let (transport, addr) = match http {
@@ -119,9 +120,12 @@ pub(super) async fn serve(
         },
         None => (Transport::Stdio, None),
     };
-    let Some(loader) = loader(plugins) else {
+    let Some(mut loader) = loader(plugins) else {
         return Outcome::Usage;
     };
+    if code_mode {
+        loader = loader.with_code_mode();
+    }
     // `serve` asks the person before the calls piton.toml's [approve] names.
     let loader = loader.with_consent(crate::consent::Keeper::new(approve));
     let server = Server::new(loader, transport)

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::config::approve::ApproveError;
 use crate::config::audit::AuditError;
+use crate::config::code::CodeError;
 use crate::config::mcp::McpError;
 use crate::config::pins::PinError;
 use crate::config::runtime::RuntimeError;
@@ -93,4 +94,7 @@ pub enum ConfigProblem {
     /// An `[mcp.NAME]` section.
     #[error(transparent)]
     Mcp(#[from] McpError),
+    /// The `[code]` table.
+    #[error(transparent)]
+    Code(#[from] CodeError),
 }

@@ -25,7 +25,8 @@
 //! `[tracing]`, spans of calls sent over OTLP ([`TracingSettings`]), `[cache]`
 //! bounding the compile cache ([`CacheSettings`]), `[supply]` bounding what `piton
 //! add` fetches ([`SupplySettings`]), and `[trust]`, which signatures a component
-//! needs ([`TrustPolicy`], parsed in [`trust`]).
+//! needs ([`TrustPolicy`], parsed in [`trust`]), and `[code]`, code mode
+//! ([`CodeSettings`]).
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -35,6 +36,7 @@ use serde::Deserialize;
 pub mod approve;
 pub mod audit;
 pub mod cache;
+pub mod code;
 mod error;
 mod hint_overrides;
 pub mod mcp;
@@ -50,6 +52,8 @@ use self::approve::RawApprove;
 use self::audit::{AuditSettings, RawAudit};
 pub use self::cache::CacheSettings;
 use self::cache::RawCache;
+pub use self::code::CodeSettings;
+use self::code::RawCode;
 pub use self::hint_overrides::HintOverrides;
 use self::mcp::{RawMcp, parse_mcp};
 pub use self::mcp::{UpstreamConfig, UpstreamConnect};
@@ -68,6 +72,7 @@ pub use crate::supply::trust::TrustPolicy;
 use crate::tool::check_tool_name;
 
 pub use self::audit::AuditError;
+pub use self::code::CodeError;
 pub use self::error::{ConfigError, ConfigProblem};
 pub use self::mcp::McpError;
 pub use self::pins::PinError;
@@ -101,6 +106,8 @@ pub struct Config {
     pub supply: SupplySettings,
     /// The `[trust]` table: which signatures a component needs and whose count.
     pub trust: TrustPolicy,
+    /// The `[code]` table: code mode's tool and what its programs may do.
+    pub code: CodeSettings,
 }
 
 /// What piton.toml says about one tool.
@@ -150,6 +157,8 @@ struct RawConfig {
     supply: RawSupply,
     #[serde(default)]
     trust: RawTrust,
+    #[serde(default)]
+    code: RawCode,
 }
 
 #[derive(Deserialize)]
@@ -255,6 +264,7 @@ impl Config {
             ApproveSettings::parse(raw.approve, base, env).map_err(|(k, m)| fail(k, m))?;
         let supply = SupplySettings::parse(raw.supply).map_err(|(k, m)| fail(k, m))?;
         let trust = TrustPolicy::parse(raw.trust, base).map_err(|(k, m)| fail(k, m))?;
+        let code = CodeSettings::parse(raw.code).map_err(|(k, m)| fail(k, m))?;
         Ok(Self {
             file: Some(file.to_path_buf()),
             tools,
@@ -267,6 +277,7 @@ impl Config {
             approve,
             supply,
             trust,
+            code,
         })
     }
 }

@@ -122,6 +122,11 @@ pub(crate) struct Record<'a> {
     pub(crate) arguments_sha256: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) arguments: Option<serde_json::Value>,
+    /// The program run that made the call (code mode): its tool and run id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) made_by: Option<crate::call::MadeBy>,
+    /// The call's id; a program's calls name it as their run's.
+    pub(crate) call: crate::call::CallId,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -339,6 +344,8 @@ mod tests {
             message: None,
             arguments_sha256: None,
             arguments: None,
+            made_by: None,
+            call: crate::call::CallContext::new().id(),
         };
         assert!(log.write(&record));
         log.flush();
@@ -350,6 +357,8 @@ mod tests {
         assert_eq!(line["approval"], serde_json::json!({"deny": "no"}));
         assert_eq!(line["outcome"], "ok");
         assert!(line.get("message").is_none());
+        assert!(line.get("made_by").is_none(), "a client's call");
+        assert!(line["call"].is_u64());
         // Not made private after the fact: only a file piton creates is 0600.
         let fresh = dir.path().join("new.log");
         let settings = AuditSettings {

@@ -352,6 +352,8 @@ impl<'a> Watch<'a> {
             message,
             arguments_sha256,
             arguments,
+            made_by: self.ctx.made_by().cloned(),
+            call: self.ctx.id(),
         };
         if !audit.write(&record)
             && let Some(metrics) = &self.observer.metrics

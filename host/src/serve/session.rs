@@ -259,6 +259,8 @@ impl ServerHandler for Session {
         } else {
             self.scope.name.clone()
         };
+        // The calls a program makes (code mode) are allowed for a while in it too.
+        let ctx = ctx.with_scope(&scope);
         if elicits && stateless {
             // An upstream server's question is asked with input_required (rounds.rs).
             let request = rounds::Request {

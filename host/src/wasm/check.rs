@@ -146,6 +146,8 @@ mod tests {
     fn imports_are_sorted_by_what_they_give() {
         let gives = |name| import_check(name).gives;
         assert_eq!(gives("piton:tool/types@0.1.1"), ImportUse::Contract);
+        // Code mode's import is its interpreter's alone: a plugin cannot link it.
+        assert_eq!(gives("piton:tool/registry@0.1.2"), ImportUse::Unknown);
         assert_eq!(
             gives("wasi:filesystem/preopens@0.2.6"),
             ImportUse::DeniedUnlessGranted

@@ -7,16 +7,15 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::Store;
 
 use super::bindings::{self, Guest, PluginPre, ToolboxPluginPre};
 use super::fs::Pins;
 use super::ready::{Made, ReadyPool};
 use super::runtime::{Admitted, WasmRuntime};
 use super::sandbox::Sandbox;
-use super::trap::{DeadlineExceeded, answer_of};
+use super::trap::{answer_of, arm};
 use crate::call::notes::Denials;
 use crate::error::{CallError, Trap};
 use crate::grants::Capabilities;
@@ -339,7 +338,7 @@ impl Instances {
                 let used = store.data().limiter.used();
                 *store.data_mut() = sandbox;
                 store.data_mut().limiter.count_used(used);
-                arm(&mut store, limits);
+                arm(&mut store, limits.timeout);
                 (store, Some(guest))
             }
             None => (self.new_store(limits, sandbox), None),
@@ -414,24 +413,9 @@ impl Instances {
     fn new_store(&self, limits: &Limits, sandbox: Sandbox) -> Store<Sandbox> {
         let mut store = Store::new(&self.runtime.inner.engine, sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
-        arm(&mut store, limits);
+        arm(&mut store, limits.timeout);
         store
     }
-}
-
-/// Sets the deadline of a call under `limits` from now: checked at every epoch tick.
-fn arm(store: &mut Store<Sandbox>, limits: &Limits) {
-    let deadline = Instant::now() + limits.timeout;
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        if Instant::now() >= deadline {
-            Err(wasmtime::Error::new(DeadlineExceeded))
-        } else {
-            // Yield at every tick so that a guest that never stops computing
-            // still lets the executor run other calls.
-            Ok(UpdateDeadline::Yield(1))
-        }
-    });
 }
 
 /// A fault of the host's own (no instance slot, a mount that vanished) in a call of

@@ -14,9 +14,9 @@ pub(crate) mod net;
 mod output;
 mod ready;
 mod runtime;
-mod sandbox;
+pub(crate) mod sandbox;
 mod tool;
-mod trap;
+pub(crate) mod trap;
 
 pub(crate) use load::FileCheck;
 pub use load::LoadFrom;

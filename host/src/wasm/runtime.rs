@@ -12,6 +12,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use super::cache::{CacheCounts, CompileCache};
 use super::sandbox::Sandbox;
 use crate::config::runtime::RuntimeSettings;
+use crate::limits::format_size;
 
 /// How often the epoch advances: the granularity of deadlines, and how often a
 /// running guest yields to the async executor so a busy guest cannot starve others.
@@ -114,6 +115,41 @@ impl RuntimeConfig {
     pub fn kept_ahead(&self) -> u32 {
         let n = self.max_instances.max(1);
         self.made_ahead.unwrap_or(n / 8).min(n / 2)
+    }
+
+    /// What of this configuration `running` does not have, each as `key = value
+    /// (running with value)`.
+    pub(crate) fn differences(&self, running: &RuntimeConfig) -> Vec<String> {
+        let mut differ = Vec::new();
+        if self.max_instances != running.max_instances {
+            differ.push(format!(
+                "max_instances = {} (running with {})",
+                self.max_instances, running.max_instances
+            ));
+        }
+        if self.max_memory != running.max_memory {
+            differ.push(format!(
+                "max_memory = {} (running with {})",
+                format_size(self.max_memory),
+                format_size(running.max_memory)
+            ));
+        }
+        // Set or unset by the table; one that follows max_instances is said with it.
+        if self.made_ahead != running.made_ahead {
+            differ.push(format!(
+                "made_ahead = {} (running with {})",
+                self.kept_ahead(),
+                running.kept_ahead()
+            ));
+        }
+        if self.queued() != running.queued() {
+            differ.push(format!(
+                "max_queued = {} (running with {})",
+                self.queued(),
+                running.queued()
+            ));
+        }
+        differ
     }
 
     /// How many calls may wait for an instance: `max_queued`, or its default.

@@ -1,4 +1,4 @@
-//! How an instance's run ends: its value, or the trap it came to (which limit it
+//! How an instance's run ends: its deadline, its value, or the trap it came to (which limit it
 //! reached, or the guest's own failure in words a person can act on).
 
 use wasmtime::component::ResourceTableError;
@@ -10,12 +10,28 @@ use crate::limits::Limits;
 /// Raised by the epoch callback when a call's deadline has passed.
 #[derive(Debug, thiserror::Error)]
 #[error("deadline exceeded")]
-pub(super) struct DeadlineExceeded;
+pub(crate) struct DeadlineExceeded;
+
+/// Sets a deadline `timeout` from now on the instance in `store`: checked at every
+/// epoch tick, past it the guest traps with [`DeadlineExceeded`].
+pub(crate) fn arm<T>(store: &mut wasmtime::Store<T>, timeout: std::time::Duration) {
+    let deadline = std::time::Instant::now() + timeout;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if std::time::Instant::now() >= deadline {
+            Err(wasmtime::Error::new(DeadlineExceeded))
+        } else {
+            // Yield at every tick so that a guest that never stops computing
+            // still lets the executor run other calls.
+            Ok(wasmtime::UpdateDeadline::Yield(1))
+        }
+    });
+}
 
 /// What an instance's run came to: its value, or the trap it ended in (which limit
 /// it reached, or the guest's own failure with its stderr's tail). Logs what the
 /// guest printed, with the tool's `name`.
-pub(super) fn answer_of<R>(
+pub(crate) fn answer_of<R>(
     name: &str,
     limits: &Limits,
     sandbox: &Sandbox,

@@ -4,6 +4,7 @@
 //! `target/peers`, once per test process; a machine without node, npm or python3
 //! fails these tests with what to install.
 
+mod code;
 mod conformance;
 mod consent;
 mod inspector;
