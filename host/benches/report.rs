@@ -359,6 +359,32 @@ const TABLES: &[Table] = &[
             },
         ],
     },
+    Table {
+        region: "code",
+        header: &["code mode (`run_python`)", "median (/ p99)", "target"],
+        rows: &[
+            Row {
+                label: "a run that calls no tool (`1 + 1`)",
+                cells: &[&["code/empty_median", "code/empty_p99"]],
+                then: Some(""),
+            },
+            Row {
+                label: "a run that makes 10 `word_count` calls",
+                cells: &[&["code/ten_calls_median"]],
+                then: Some(""),
+            },
+            Row {
+                label: "the same 10 calls made directly, one after another",
+                cells: &[&["code/ten_direct_median"]],
+                then: Some(""),
+            },
+            Row {
+                label: "the run's own overhead over its 10 calls",
+                cells: &[&["code/overhead_median"]],
+                then: Some("≤ 1 ms"),
+            },
+        ],
+    },
 ];
 
 /// A figure as the table shows it: few digits, its unit.
@@ -501,7 +527,8 @@ fn self_check() {
                   mid\n<!-- bench:langs -->\n<!-- /bench:langs -->\nafter\n\
                   <!-- bench:throughput -->\n<!-- /bench:throughput -->\n\
                   <!-- bench:start -->\n<!-- /bench:start -->\n\
-                  <!-- bench:memory -->\n<!-- /bench:memory -->\n";
+                  <!-- bench:memory -->\n<!-- /bench:memory -->\n\
+                  <!-- bench:code -->\n<!-- /bench:code -->\n";
     let (out, missing) = rewrite(readme, &record, "2026-12-01", "abc1234")
         .unwrap_or_else(|e| panic!("rewrites: {e}"));
     assert!(
@@ -509,7 +536,7 @@ fn self_check() {
         "{out}"
     );
     assert!(out.contains("<!-- /bench:langs -->\nafter\n"), "{out}");
-    assert!(out.ends_with("<!-- /bench:memory -->\n"), "{out}");
+    assert!(out.ends_with("<!-- /bench:code -->\n"), "{out}");
     assert!(out.contains("\n<!-- /bench:speed -->\nmid\n"), "{out}");
     assert!(!out.contains("STALE"), "the old table is replaced: {out}");
     assert!(

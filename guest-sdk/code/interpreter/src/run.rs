@@ -21,6 +21,10 @@ use crate::printed::Printed;
 /// The file name tracebacks give the program.
 const FILE: &str = "program.py";
 
+/// What is left of the deadline after a tool call below which the run ends at
+/// that call.
+const NEARLY_NONE: Duration = Duration::from_millis(50);
+
 /// The most bytes of a traceback an error carries (its start and its end).
 const MAX_MESSAGE: usize = 4096;
 
@@ -87,10 +91,19 @@ pub(crate) fn run(
         progress = match step {
             RunProgress::Complete(value) => return finished(&value, &printed),
             RunProgress::FunctionCall(mut call) => {
-                let answer = call_tool(callables, &call.function_name, &call.args, &call.kwargs);
+                let mut answer =
+                    call_tool(callables, &call.function_name, &call.args, &call.kwargs);
                 // Monty's clock stops while the host runs the call; the run's
                 // deadline is wall-clock time, so what is left of it is given again.
+                // Nearly none left: the run ends here, at the call's line (Monty's
+                // own time limit, met between two calls, names no line).
                 let left = deadline.saturating_sub(started.elapsed());
+                if left < NEARLY_NONE && !matches!(answer, Answer::End(..)) {
+                    answer = Answer::End(
+                        Failure::Limit,
+                        format!("the run's deadline of {deadline:?} ([code] deadline) passed"),
+                    );
+                }
                 let spent = call.tracker().elapsed();
                 call.tracker_mut().set_max_duration(spent + left);
                 let print = PrintWriter::Callback(&mut printed);
