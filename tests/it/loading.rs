@@ -229,36 +229,6 @@ async fn a_component_without_the_tool_interface_is_one_line_naming_its_exports()
     );
 }
 
-/// piton:tool 0.1.2 added code mode's `registry` and `program` interfaces; a tool
-/// built for 0.1.1 (or 0.1.0) exports the same `tool` interface and still loads and
-/// runs.
-#[tokio::test]
-async fn a_tool_built_for_an_older_piton_tool_0_1_still_loads_and_runs() {
-    let mut bytes = word_count_renamed("piton:tool/tool@0.1.2", "piton:tool/tool@0.1.1");
-    rename(
-        &mut bytes,
-        "piton:tool/types@0.1.2",
-        "piton:tool/types@0.1.1",
-    );
-    let tools = runtime()
-        .load(
-            LoadFrom::Bytes(ToolSource::Bundled("old".into()), bytes),
-            None,
-        )
-        .await
-        .expect("a piton:tool 0.1.1 component loads");
-    let mut registry = piton_host::Registry::new();
-    for tool in tools {
-        registry.add(tool).expect("added");
-    }
-    let answer = registry
-        .call("word_count", serde_json::json!({"text": "one two three"}))
-        .await
-        .expect("no trap")
-        .expect("no error result");
-    assert_eq!(answer[0].to_model_text(), "3");
-}
-
 #[tokio::test]
 async fn a_tool_of_another_piton_tool_version_is_one_line_naming_both() {
     let bytes = word_count_renamed("piton:tool/tool@0.1.2", "piton:tool/tool@0.9.1");

@@ -147,33 +147,37 @@ async fn a_toolbox_with_two_tools_of_one_name_is_refused_naming_the_file() {
     );
 }
 
+/// piton:tool 0.1.1 added the toolbox, 0.1.2 code mode's interfaces; a plugin built
+/// for 0.1.0 or 0.1.1 exports the same `tool` interface and still loads and runs.
 #[tokio::test]
-async fn a_plugin_built_for_piton_tool_0_1_0_still_loads() {
-    let mut bytes = std::fs::read(examples::WORD_COUNT).expect("word_count is built");
-    for interface in ["piton:tool/tool@0.1.", "piton:tool/types@0.1."] {
-        let n = rename(
-            &mut bytes,
-            &format!("{interface}1"),
-            &format!("{interface}0"),
+async fn a_plugin_built_for_piton_tool_0_1_0_or_0_1_1_still_loads() {
+    for old in ["0", "1"] {
+        let mut bytes = std::fs::read(examples::WORD_COUNT).expect("word_count is built");
+        for interface in ["piton:tool/tool@0.1.", "piton:tool/types@0.1."] {
+            let n = rename(
+                &mut bytes,
+                &format!("{interface}2"),
+                &format!("{interface}{old}"),
+            );
+            assert!(n > 0, "{interface}2 is in word_count");
+        }
+        let tool = only(
+            runtime()
+                .load(
+                    LoadFrom::Bytes(ToolSource::Bundled("old".into()), bytes),
+                    None,
+                )
+                .await
+                .unwrap_or_else(|e| panic!("a 0.1.{old} plugin loads: {e}")),
         );
-        assert!(n > 0, "{interface}1 is in word_count");
-    }
-    let tool = only(
-        runtime()
-            .load(
-                LoadFrom::Bytes(ToolSource::Bundled("old".into()), bytes),
-                None,
-            )
+        let mut registry = piton_host::Registry::new();
+        registry.add(tool).expect("one tool");
+        let result = registry
+            .call("word_count", json!({"text": "a b c"}))
             .await
-            .expect("a 0.1.0 plugin loads"),
-    );
-    let mut registry = piton_host::Registry::new();
-    registry.add(tool).expect("one tool");
-    let result = registry
-        .call("word_count", json!({"text": "a b c"}))
-        .await
-        .expect("runs");
-    assert_eq!(texts(&result), ["3"]);
+            .expect("runs");
+        assert_eq!(texts(&result), ["3"], "0.1.{old}");
+    }
 }
 
 #[test]
