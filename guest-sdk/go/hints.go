@@ -66,7 +66,7 @@ type HintOption interface {
 
 type hintOption func(*hintSet)
 
-func (o hintOption) hint(s *hintSet)  { o(s) }
+func (o hintOption) hint(s *hintSet) { o(s) }
 func (o hintOption) apply(c *config) { o(&c.hints) }
 
 func ptr(b bool) *bool { return &b }

@@ -127,11 +127,15 @@ export type FromSchema<S> = S extends true
                               ? ObjectOf<S>
                               : unknown;
 
-type ArrayOf<S> = S extends { prefixItems: readonly unknown[] }
-  ? { -readonly [K in keyof S["prefixItems"]]: FromSchema<S["prefixItems"][K]> }
+type ArrayOf<S> = S extends { prefixItems: infer P }
+  ? TupleOf<P>
   : S extends { items: infer I }
     ? FromSchema<I>[]
     : unknown[];
+
+type TupleOf<P> = P extends readonly [infer First, ...infer Rest]
+  ? [FromSchema<First>, ...TupleOf<Rest>]
+  : [];
 
 type RequiredOf<S> = S extends { required: readonly (infer R)[] } ? R & string : never;
 

@@ -94,12 +94,11 @@ pub fn new_project(lang: Lang, dir: &Path) -> Result<NewProject, NewError> {
     // The SDK, for the project's own tests and its editor: a JavaScript or TypeScript
     // project imports it as `./piton.js` (with its types beside it), a Go project's
     // go.mod points at `./piton` (piton build puts its own copy in either's place).
-    let sdk: Vec<(String, &str)> = match lang {
+    let mut sdk: Vec<(String, &str)> = match lang {
         Lang::Js => vec![("piton.js".to_owned(), super::js::SDK)],
         Lang::Ts => vec![
             ("piton.js".to_owned(), super::js::SDK),
             ("piton.d.ts".to_owned(), super::ts::SDK_TYPES),
-            ("tsconfig.json".to_owned(), super::ts::TSCONFIG),
         ],
         Lang::Go => super::go::sdk_files()
             .iter()
@@ -107,6 +106,10 @@ pub fn new_project(lang: Lang, dir: &Path) -> Result<NewProject, NewError> {
             .collect(),
         Lang::Rust | Lang::Python | Lang::C => Vec::new(),
     };
+    let tsconfig = super::ts::project_tsconfig();
+    if lang == Lang::Ts {
+        sdk.push(("tsconfig.json".to_owned(), &tsconfig));
+    }
     for (name, text) in sdk {
         let file = dir.join(&name);
         if let Some(parent) = file.parent() {

@@ -48,6 +48,16 @@ pub const TSCONFIG: &str = r#"{
 }
 "#;
 
+/// The `tsconfig.json` `piton new` gives a project, for its editor and `tsc -p .`:
+/// piton's options over the project's files but its tests, which Node runs (stripping
+/// their types) and which would need Node's own types.
+pub fn project_tsconfig() -> String {
+    let mut config: serde_json::Value = serde_json::from_str(TSCONFIG).unwrap_or_default();
+    config["include"] = serde_json::json!(["**/*.ts"]);
+    config["exclude"] = serde_json::json!(["**/*.test.ts", "node_modules"]);
+    serde_json::to_string_pretty(&config).unwrap_or_default() + "\n"
+}
+
 /// Builds the TypeScript module of `source` into `out`.
 pub(super) fn build(
     source: &Source,
