@@ -41,7 +41,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -53,7 +52,20 @@ import (
 // Contract is the version of the piton:tool contract this SDK implements.
 const Contract = "piton:tool@0.1.1"
 
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// validName is whether name matches [A-Za-z0-9_-]{1,64} (without package regexp,
+// whose compile every instance would pay for at its start).
+func validName(name string) bool {
+	if len(name) < 1 || len(name) > 64 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // Tool is one registered tool. Its methods are what piton reads and runs; a test
 // calls them directly.
@@ -154,7 +166,7 @@ func Register[In any, Out any](fn func(In) (Out, error), options ...Option) *Too
 	if t.err == nil && err != nil {
 		t.err = err
 	}
-	if t.err == nil && !toolName.MatchString(t.name) {
+	if t.err == nil && !validName(t.name) {
 		t.err = fmt.Errorf("a tool's name must match [A-Za-z0-9_-]{1,64}, not %q (give piton.Name(\"...\"))", t.name)
 	}
 	registered = append(registered, t)
