@@ -6,8 +6,9 @@
 //! limits and deadline when a call takes it. That is only sound for a component
 //! whose instantiation asks the host nothing: one whose start code reads its
 //! world (Go's runtime reads its preopened folders and environment in `_initialize`,
-//! which the component runs when it is instantiated) would keep what it saw of the
-//! empty sandbox. So an instance whose instantiation reached the host is dropped,
+//! which the component runs when it is instantiated; the preview1 adapter of a C or
+//! Go module takes its stdio streams, handles in the store's table, which the call's
+//! sandbox replaces) would keep what it got from the empty sandbox. So an instance whose instantiation reached the host is dropped,
 //! and its component is never made ahead again: its calls instantiate with their
 //! own sandbox. What moves off a call's path is the instantiation (a Python component's
 //! thousands of table entries, its memory image mapped) and the reset of the
