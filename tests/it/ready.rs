@@ -104,9 +104,24 @@ async fn an_instance_made_ahead_runs_to_the_calls_own_deadline() {
 async fn only_components_that_ask_the_host_nothing_when_instantiated_are_made_ahead() {
     use piton_host::Tool as _;
     let cases = [
-        ("plugins/text-js", "word_count", json!({"text": "a b"}), true),
-        ("plugins/tally-c", "tally", json!({"path": "/data/notes.txt"}), false),
-        ("tests/lang/go/probe", "go_probe", json!({"do": "done"}), false),
+        (
+            "plugins/text-js",
+            "word_count",
+            json!({"text": "a b"}),
+            true,
+        ),
+        (
+            "plugins/tally-c",
+            "tally",
+            json!({"path": "/data/notes.txt"}),
+            false,
+        ),
+        (
+            "tests/lang/go/probe",
+            "go_probe",
+            json!({"do": "done"}),
+            false,
+        ),
     ];
     for (source, name, args, ahead_expected) in cases {
         let path = crate::lang::built(source);
