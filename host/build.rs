@@ -1,6 +1,8 @@
 //! Builds the example plugins in ../plugins, and code mode's interpreter in
-//! ../guest-sdk/code, to components that the `piton` binary carries, so a fresh clone runs them with no other step; and lists the `piton new`
-//! templates (../guest-sdk/templates/LANG/...) for the binary to carry.
+//! ../guest-sdk/code, to components that the `piton` binary carries, so a fresh clone
+//! runs them with no other step; and lists the `piton new` templates
+//! (../guest-sdk/templates/LANG/...) and the Go SDK (../guest-sdk/go) for the binary to
+//! carry.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ fn main() {
         .embed(true)
         .build_into("code_guests.rs");
     templates();
+    go_sdk();
     skipped_tests();
 }
 
@@ -81,6 +84,39 @@ fn templates() {
     let dest =
         PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("templates.rs");
     std::fs::write(dest, out).expect("templates.rs is written");
+}
+
+/// Writes `go_sdk.rs`: `GO_SDK`, the Go SDK's module as (path in it, text), without
+/// its own tests and README: what `piton build` compiles a Go tool with and `piton new`
+/// puts in a Go project.
+fn go_sdk() {
+    let root = Path::new("../guest-sdk/go");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    files.sort();
+    let mut out = String::from(
+        "/// The Go SDK's files: (path in the module, text).\n\
+         pub(crate) const GO_SDK: &[(&str, &str)] = &[\n",
+    );
+    for file in &files {
+        let relative = file.strip_prefix(root).expect("walked under the root");
+        let name = relative.to_string_lossy();
+        if name.ends_with("_test.go") || name == "README.md" {
+            continue;
+        }
+        let absolute = std::fs::canonicalize(file).expect("an SDK file resolves");
+        let _ = writeln!(
+            out,
+            "    ({:?}, include_str!({:?})),",
+            name.replace('\\', "/"),
+            absolute.display().to_string()
+        );
+    }
+    out.push_str("];\n");
+    let dest =
+        PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("go_sdk.rs");
+    std::fs::write(dest, out).expect("go_sdk.rs is written");
 }
 
 fn walk(dir: &Path, files: &mut Vec<PathBuf>) {

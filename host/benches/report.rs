@@ -345,6 +345,19 @@ const TABLES: &[Table] = &[
                 then: None,
             },
             Row {
+                label: "TypeScript",
+                cells: &[
+                    &["langs/ts_size"],
+                    &["langs/ts_build"],
+                    &["langs/ts_cold_compile"],
+                    &["langs/ts_cached_load"],
+                    &["langs/ts_call_median", "langs/ts_call_p99"],
+                    &["langs/ts_unready_median", "langs/ts_unready_p99"],
+                    &["langs/ts_memory"],
+                ],
+                then: None,
+            },
+            Row {
                 label: "C",
                 cells: &[
                     &["langs/c_size"],
@@ -354,6 +367,19 @@ const TABLES: &[Table] = &[
                     &["langs/c_call_median", "langs/c_call_p99"],
                     &["langs/c_unready_median", "langs/c_unready_p99"],
                     &["langs/c_memory"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "Go",
+                cells: &[
+                    &["langs/go_size"],
+                    &["langs/go_build"],
+                    &["langs/go_cold_compile"],
+                    &["langs/go_cached_load"],
+                    &["langs/go_call_median", "langs/go_call_p99"],
+                    &["langs/go_unready_median", "langs/go_unready_p99"],
+                    &["langs/go_memory"],
                 ],
                 then: None,
             },

@@ -93,3 +93,58 @@ async fn an_instance_made_ahead_runs_to_the_calls_own_deadline() {
     }
     assert!(ahead.taken() >= 1, "{ahead:?}");
 }
+
+/// A component whose instantiation asks the host nothing (JavaScript's, as Rust's
+/// above) is made ahead; one whose start code asks it something never is: a C tool's
+/// (the preview1 adapter takes its stdin, stdout and stderr streams, handles in a
+/// store a call's sandbox would replace) and a Go tool's (its runtime reads its
+/// folders and environment; see
+/// lang::go::a_go_tool_sees_its_grants_on_every_call_though_its_runtime_reads_them_at_start).
+#[tokio::test]
+async fn only_components_that_ask_the_host_nothing_when_instantiated_are_made_ahead() {
+    use piton_host::Tool as _;
+    let cases = [
+        (
+            "plugins/text-js",
+            "word_count",
+            json!({"text": "a b"}),
+            true,
+        ),
+        (
+            "plugins/tally-c",
+            "tally",
+            json!({"path": "/data/notes.txt"}),
+            false,
+        ),
+        (
+            "tests/lang/go/probe",
+            "go_probe",
+            json!({"do": "done"}),
+            false,
+        ),
+    ];
+    for (source, name, args, ahead_expected) in cases {
+        let path = crate::lang::built(source);
+        let tools = runtime()
+            .load(piton_host::wasm::LoadFrom::File(path), None)
+            .await
+            .unwrap_or_else(|e| panic!("{source} loads: {e}"));
+        let tool = tools
+            .into_iter()
+            .find(|t| t.spec().name == name)
+            .expect("the tool");
+        let ahead = tool.made_ahead();
+        let mut registry = Registry::new();
+        registry.add(tool).expect("one tool");
+        // Whatever they answer, calls are what make the next instances ahead.
+        for _ in 0..3 {
+            let _ = registry.call(name, args.clone()).await;
+        }
+        if ahead_expected {
+            made(&ahead, 1).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert_eq!(ahead.taken(), 0, "{source}: {ahead:?}");
+        }
+    }
+}

@@ -140,6 +140,9 @@ pub fn toolchains() -> piton_host::build::Toolchains {
         python: Some(peers.join("venv/bin/python")),
         componentize_js: Some(bin.join("componentize-js")),
         node: Some(bin.join("node")),
+        tsc: Some(bin.join("tsc")),
+        esbuild: Some(bin.join("esbuild")),
+        go: Some(peers.join("venv/bin/go")),
         cargo_target_dir: Some(target.join("lang-rust")),
         ..piton_host::build::Toolchains::from_env()
     }

@@ -2,7 +2,7 @@
 //! (wasi-libc, preview1) together with piton's C SDK and the `wit-bindgen c` bindings
 //! of the world `plugin` (both embedded in the piton binary and written to a temporary
 //! folder), linked by wasm-ld as a reactor, and made a component here with the
-//! `wit-component` crate and wasmtime's preview1 reactor adapter, so nothing but
+//! `wit-component` crate and wasmtime's preview1 reactor adapter (component.rs), so nothing but
 //! Debian's clang, lld and wasi-libc is needed. A missing piece is a
 //! [`BuildError::Missing`] naming the apt-get command; a source clang refuses is a
 //! [`BuildError::Failed`] with clang's message, which names the file and line.
@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::component::componentize;
 use super::project::{BuildError, Lang, Source, Toolchains, run};
 
 /// The apt-get command that installs the toolchain on Debian 12 (bookworm).
@@ -105,7 +106,7 @@ pub(super) fn build(
         what: format!("cannot read {}", core.display()),
         error,
     })?;
-    let component = componentize(&module).map_err(|message| BuildError::Failed {
+    let component = componentize(&module, None).map_err(|message| BuildError::Failed {
         lang: Lang::C,
         message: format!("{}: {message}", source.file.display()),
     })?;
@@ -113,25 +114,6 @@ pub(super) fn build(
         what: format!("cannot write {}", out.display()),
         error,
     })
-}
-
-/// The component of a core module clang built: its `plugin` world (from the bindings'
-/// custom section) and the preview1 reactor adapter for its WASI imports.
-fn componentize(module: &[u8]) -> Result<Vec<u8>, String> {
-    use wasi_preview1_component_adapter_provider::{
-        WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME, WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER,
-    };
-    wit_component::ComponentEncoder::default()
-        .validate(true)
-        .module(module)
-        .and_then(|encoder| {
-            encoder.adapter(
-                WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME,
-                WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER,
-            )
-        })
-        .and_then(|encoder| encoder.encode())
-        .map_err(|e| format!("cannot make the module a component: {e:#}"))
 }
 
 /// Checks that `clang` runs, targets wasm, and has wasm-ld and the wasm32 builtins.
@@ -217,15 +199,6 @@ mod tests {
         assert!(
             text.contains("/nonexistent/clang") && text.contains(INSTALL),
             "{text}"
-        );
-    }
-
-    #[test]
-    fn bytes_that_are_not_a_core_module_are_refused_with_a_message() {
-        let error = componentize(b"\0asm\x0d\0\x01\0").expect_err("a component, not a module");
-        assert!(
-            error.starts_with("cannot make the module a component"),
-            "{error}"
         );
     }
 }

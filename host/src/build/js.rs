@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::project::{BuildError, Lang, Source, Toolchains};
+use super::stage::{stage, write};
 
 /// The SDK a JavaScript tool imports as `./piton.js`.
 pub const SDK: &str = include_str!("../../../guest-sdk/js/piton.js");
@@ -34,11 +35,6 @@ const ENTRY: &str = ".piton-entry.js";
 /// How long componentize-js may run: it evaluates the module's top level, which is the
 /// user's code and may never end.
 const TIME_LIMIT: Duration = Duration::from_secs(300);
-
-/// What a staged folder may hold at most (files, bytes), so that building a file in a
-/// big folder says so instead of copying it all.
-const MAX_FILES: usize = 2000;
-const MAX_BYTES: u64 = 64 << 20;
 
 /// Builds the module of `source` into `out`.
 pub(super) fn build(
@@ -76,7 +72,7 @@ pub(super) fn build(
             ),
         });
     }
-    stage(source, &src)?;
+    stage(source, &src, Lang::Js)?;
     let wit = staging.path().join("wit");
     write(&wit.join("tool.wit"), WIT)?;
     write(&src.join("piton.js"), SDK)?;
@@ -195,21 +191,8 @@ fn entry(file: &str) -> String {
     )
 }
 
-fn write(path: &Path, text: &str) -> Result<(), BuildError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|error| BuildError::Io {
-            what: format!("cannot make {}", parent.display()),
-            error,
-        })?;
-    }
-    std::fs::write(path, text).map_err(|error| BuildError::Io {
-        what: format!("cannot write {}", path.display()),
-        error,
-    })
-}
-
 /// Node ≥ 20 (componentize-js needs it), or `Missing`.
-fn check_node(node: &Path) -> Result<(), BuildError> {
+pub(crate) fn check_node(node: &Path) -> Result<(), BuildError> {
     let missing = |found: String| BuildError::Missing {
         lang: Lang::Js,
         what: format!("Node.js 20 or later ({found})"),
@@ -269,91 +252,10 @@ fn componentize_js(toolchains: &Toolchains, node: &Path) -> Result<PathBuf, Buil
 }
 
 /// `name` in a folder of `PATH`.
-fn on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(name))
         .find(|path| path.is_file())
-}
-
-/// Copies the source's folder into `to`: its files, without `node_modules`, `target`,
-/// hidden entries and `.wasm` files; at most [`MAX_FILES`] files of [`MAX_BYTES`].
-fn stage(source: &Source, to: &Path) -> Result<(), BuildError> {
-    let mut budget = (MAX_FILES, MAX_BYTES);
-    let too_big = || BuildError::Failed {
-        lang: Lang::Js,
-        message: format!(
-            "{}: its folder {} holds more than {MAX_FILES} files or {} MiB, all of which \
-             piton copies to build it (modules may import each other); put the tool in \
-             a folder of its own",
-            source.file.display(),
-            source.dir.display(),
-            MAX_BYTES >> 20
-        ),
-    };
-    copy_tree(&source.dir, to, 0, &mut budget, &too_big)?;
-    // A single file given outside its folder's listing (or hidden) is still the source.
-    if let Some(name) = source.file.file_name() {
-        let staged = to.join(name);
-        if !staged.is_file() {
-            copy_file(&source.file, &staged)?;
-        }
-    }
-    Ok(())
-}
-
-fn copy_tree(
-    from: &Path,
-    to: &Path,
-    depth: usize,
-    budget: &mut (usize, u64),
-    too_big: &dyn Fn() -> BuildError,
-) -> Result<(), BuildError> {
-    if depth > 16 {
-        return Err(too_big());
-    }
-    let entries = std::fs::read_dir(from).map_err(|error| BuildError::Io {
-        what: format!("cannot read the folder {}", from.display()),
-        error,
-    })?;
-    std::fs::create_dir_all(to).map_err(|error| BuildError::Io {
-        what: format!("cannot make {}", to.display()),
-        error,
-    })?;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let text = name.to_string_lossy();
-        if text.starts_with('.')
-            || text == "node_modules"
-            || text == "target"
-            || text.ends_with(".wasm")
-        {
-            continue;
-        }
-        let path = entry.path();
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            copy_tree(&path, &to.join(&name), depth + 1, budget, too_big)?;
-        } else if meta.is_file() {
-            if budget.0 == 0 || budget.1 < meta.len() {
-                return Err(too_big());
-            }
-            budget.0 -= 1;
-            budget.1 -= meta.len();
-            copy_file(&path, &to.join(&name))?;
-        }
-    }
-    Ok(())
-}
-
-fn copy_file(from: &Path, to: &Path) -> Result<(), BuildError> {
-    std::fs::copy(from, to)
-        .map(drop)
-        .map_err(|error| BuildError::Io {
-            what: format!("cannot copy {}", from.display()),
-            error,
-        })
 }
 
 /// componentize-js's failure as one message naming the file: the exception the

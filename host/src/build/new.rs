@@ -91,12 +91,32 @@ pub fn new_project(lang: Lang, dir: &Path) -> Result<NewProject, NewError> {
         fs::write(&file, text).map_err(io(format!("cannot write {}", file.display())))?;
         written.push(path);
     }
-    // A JavaScript project imports the SDK as `./piton.js`, for its tests under Node
-    // (piton build puts its own copy beside the module).
-    if lang == Lang::Js {
-        let file = dir.join("piton.js");
-        fs::write(&file, super::js::SDK).map_err(io(format!("cannot write {}", file.display())))?;
-        written.push("piton.js".to_owned());
+    // The SDK, for the project's own tests and its editor: a JavaScript or TypeScript
+    // project imports it as `./piton.js` (with its types beside it), a Go project's
+    // go.mod points at `./piton` (piton build puts its own copy in either's place).
+    let mut sdk: Vec<(String, &str)> = match lang {
+        Lang::Js => vec![("piton.js".to_owned(), super::js::SDK)],
+        Lang::Ts => vec![
+            ("piton.js".to_owned(), super::js::SDK),
+            ("piton.d.ts".to_owned(), super::ts::SDK_TYPES),
+        ],
+        Lang::Go => super::go::sdk_files()
+            .iter()
+            .map(|(name, text)| (format!("piton/{name}"), *text))
+            .collect(),
+        Lang::Rust | Lang::Python | Lang::C => Vec::new(),
+    };
+    let tsconfig = super::ts::project_tsconfig();
+    if lang == Lang::Ts {
+        sdk.push(("tsconfig.json".to_owned(), &tsconfig));
+    }
+    for (name, text) in sdk {
+        let file = dir.join(&name);
+        if let Some(parent) = file.parent() {
+            fs::create_dir_all(parent).map_err(io(format!("cannot make {}", parent.display())))?;
+        }
+        fs::write(&file, text).map_err(io(format!("cannot write {}", file.display())))?;
+        written.push(name);
     }
     Ok(NewProject {
         dir: dir.to_path_buf(),
@@ -133,6 +153,7 @@ mod tests {
         for lang in Lang::ALL {
             let want = match lang {
                 Lang::Rust => "src/lib.rs",
+                Lang::Go => "tools.go",
                 other => other.project_file(),
             };
             assert!(

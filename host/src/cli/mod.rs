@@ -251,7 +251,7 @@ enum Command {
     },
     /// Make a new tool project: one example tool, its test and a README.
     New {
-        /// The language: rust, python, js or c.
+        /// The language: rust, python, js, ts, c or go.
         #[arg(long, value_name = "LANG")]
         lang: String,
         /// The project folder to make; its name (e.g. word-count) names the tool

@@ -371,8 +371,8 @@ impl Instances {
     /// Makes one more instance ahead in the background, for the calls to come, when
     /// fewer than two wait or are being made for this component, a place among the
     /// runtime's instances kept ahead is free, and an instance slot is free now
-    /// (never waiting for one: calls come first). It grants nothing and runs no
-    /// guest code until a call takes it.
+    /// (never waiting for one: calls come first). It grants nothing; a component
+    /// whose instantiation reaches the host is never made ahead (see ready.rs).
     fn make_ahead(&self, limits: &Limits) {
         if !self.ready.start_making() {
             return;
@@ -398,7 +398,16 @@ impl Instances {
                 Ok(sandbox) => {
                     let mut store = this.new_store(&limits, sandbox);
                     match tokio::time::timeout(limits.timeout, this.instantiate(&mut store)).await {
-                        Ok(Ok(guest)) => Some(Made::new(store, guest, slot, kept)),
+                        Ok(Ok(guest)) if store.data().host_calls == 0 => {
+                            Some(Made::new(store, guest, slot, kept))
+                        }
+                        // Its start code asked the empty sandbox something (see
+                        // ready.rs): this component's calls instantiate with their own.
+                        Ok(Ok(_)) => {
+                            this.ready.never_ahead();
+                            this.runtime.inner.reaper.drop_later(store, slot);
+                            None
+                        }
                         _ => None,
                     }
                 }

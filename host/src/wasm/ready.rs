@@ -2,14 +2,19 @@
 //! calls that will use them, and stores dropped after their call has answered.
 //!
 //! Every call still runs in an instance nobody used before. An instance made ahead
-//! is instantiated in a store that grants nothing, runs no guest code (a component's
-//! exports are only called by the host, and piton calls none before the call that
-//! takes it), and gets the call's own sandbox, limits and deadline when a call takes
-//! it. What moves off a call's path is the instantiation (a Python component's
+//! is instantiated in a store that grants nothing, and gets the call's own sandbox,
+//! limits and deadline when a call takes it. That is only sound for a component
+//! whose instantiation asks the host nothing: one whose start code reads its
+//! world (Go's runtime reads its preopened folders and environment in `_initialize`,
+//! which the component runs when it is instantiated; the preview1 adapter of a C or
+//! Go module takes its stdio streams, handles in the store's table, which the call's
+//! sandbox replaces) would keep what it got from the empty sandbox. So an instance whose instantiation reached the host is dropped,
+//! and its component is never made ahead again: its calls instantiate with their
+//! own sandbox. What moves off a call's path is the instantiation (a Python component's
 //! thousands of table entries, its memory image mapped) and the reset of the
 //! instance's memory when its store is dropped.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -66,6 +71,8 @@ pub(crate) struct ReadyPool {
     /// Instances made ahead, and taken by calls, since the pool was made.
     made: AtomicU64,
     taken: AtomicU64,
+    /// The component's instantiation reaches the host: make none ahead.
+    starts_with_host_calls: AtomicBool,
 }
 
 impl ReadyPool {
@@ -81,12 +88,21 @@ impl ReadyPool {
     /// Whether one more instance should be made: fewer than [`PER_COMPONENT`] wait
     /// or are being made. Counts the one to be made when it answers yes.
     pub(super) fn start_making(&self) -> bool {
+        if self.starts_with_host_calls.load(Ordering::Relaxed) {
+            return false;
+        }
         let waiting = self.waiting.lock().map_or(PER_COMPONENT, |w| w.len());
         self.making
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |making| {
                 (waiting + making < PER_COMPONENT).then_some(making + 1)
             })
             .is_ok()
+    }
+
+    /// Never makes an instance ahead again: the component's instantiation reached the
+    /// host, so it must see the call's own sandbox.
+    pub(super) fn never_ahead(&self) {
+        self.starts_with_host_calls.store(true, Ordering::Relaxed);
     }
 
     /// Puts a made instance to wait (or, on a poisoned lock, drops it) and counts it

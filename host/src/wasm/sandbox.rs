@@ -52,6 +52,11 @@ pub(crate) struct Sandbox {
     pub(crate) net: NetState,
     /// The files, sockets and connections the call has open.
     pub(crate) fds: CallFds,
+    /// How many times the guest reached the host's WASI (every WASI host function
+    /// takes one of the views below): an instance made ahead whose instantiation ran
+    /// guest code that asked the host for something saw a sandbox of nothing (see
+    /// ready.rs).
+    pub(crate) host_calls: u64,
 }
 
 /// Why a sandbox could not be built (a granted folder vanished, say).
@@ -104,12 +109,14 @@ impl Sandbox {
             fs,
             net,
             fds,
+            host_calls: 0,
         })
     }
 }
 
 impl WasiView for Sandbox {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.host_calls += 1;
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
@@ -119,6 +126,7 @@ impl WasiView for Sandbox {
 
 impl HasFs for Sandbox {
     fn fs_view(&mut self) -> FsView<'_> {
+        self.host_calls += 1;
         FsView {
             inner: WasiFilesystemCtxView {
                 ctx: self.wasi.filesystem(),
@@ -132,6 +140,7 @@ impl HasFs for Sandbox {
 
 impl HasNet for Sandbox {
     fn net_view(&mut self) -> NetView<'_> {
+        self.host_calls += 1;
         NetView {
             table: &mut self.table,
             state: &mut self.net,
@@ -147,6 +156,7 @@ impl WasiHttpView for Sandbox {
 
 impl HasFds for Sandbox {
     fn socket_view(&mut self) -> SocketView<'_> {
+        self.host_calls += 1;
         SocketView {
             inner: WasiSocketsCtxView {
                 ctx: self.wasi.sockets(),

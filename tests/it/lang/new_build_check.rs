@@ -25,6 +25,9 @@ fn with_toolchains(cmd: &mut Command, rust_target: &Path) {
         ("PITON_PYTHON", &t.python),
         ("PITON_COMPONENTIZE_JS", &t.componentize_js),
         ("PITON_NODE", &t.node),
+        ("PITON_TSC", &t.tsc),
+        ("PITON_ESBUILD", &t.esbuild),
+        ("PITON_GO", &t.go),
     ] {
         if let Some(value) = value {
             cmd.env(var, value);
@@ -136,6 +139,24 @@ fn js_round_trip() {
         .expect("the tests' toolchains name a node");
     let node = node.to_str().expect("a UTF-8 path");
     round_trip("js", Some(&[node, "--test"]));
+}
+
+#[test]
+fn ts_round_trip() {
+    let node = super::toolchains()
+        .node
+        .expect("the tests' toolchains name a node");
+    let node = node.to_str().expect("a UTF-8 path");
+    round_trip("ts", Some(&[node, "--test"]));
+}
+
+#[test]
+fn go_round_trip() {
+    let go = super::toolchains()
+        .go
+        .expect("the tests' toolchains name a go");
+    let go = go.to_str().expect("a UTF-8 path");
+    round_trip("go", Some(&[go, "test", "./..."]));
 }
 
 #[test]

@@ -1,0 +1,3 @@
+module piton
+
+go 1.24

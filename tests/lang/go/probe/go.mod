@@ -1,0 +1,7 @@
+module probe
+
+go 1.24
+
+require piton v0.0.0
+
+replace piton => ../../../../guest-sdk/go
