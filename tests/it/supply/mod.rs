@@ -15,6 +15,7 @@ mod before_code;
 mod interop;
 mod levels;
 mod lock;
+mod login;
 mod registry;
 mod signed;
 mod updates;
