@@ -13,6 +13,7 @@ mod bad;
 mod bad_url;
 mod before_code;
 mod interop;
+mod keyless;
 mod levels;
 mod lock;
 mod login;
