@@ -73,6 +73,24 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
                 println!("{name}: pinned ({}): {why}", entry.digest);
                 continue;
             }
+            Ok(Found::NewManifest(new)) => {
+                let manifest = new.fetched.resolved.clone().unwrap_or_default();
+                let was = entry.resolved.as_deref().unwrap_or("none");
+                match add.install(&name, new.fetched, &entry.source, new.signer) {
+                    Ok(_) => println!(
+                        "{name}: the same bytes ({}) under a new manifest, {manifest} (was \
+                         {was}): recorded",
+                        entry.digest
+                    ),
+                    Err(e) => {
+                        say(format_args!(
+                            "error: {name}: {e}; the file in place is kept"
+                        ));
+                        outcome = Outcome::ErrorResult;
+                    }
+                }
+                continue;
+            }
             Ok(Found::Changed(changed)) => changed,
             Err(e) => {
                 say(format_args!(

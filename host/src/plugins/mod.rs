@@ -200,6 +200,9 @@ pub async fn read_locked(
                 source,
             })?;
             let check = entry::check(config);
+            for line in at_load::not_recorded(&files, lock) {
+                tracing::info!("{line}");
+            }
             let mut refused = at_load::refused(&files, lock, &config.trust);
             let loads = files.into_iter().map(|file| {
                 let runtime = runtime.clone();

@@ -1,8 +1,9 @@
 //! `piton add` and `piton remove` as a library: fetch into a temporary file of the
-//! plugins folder, check the component as `piton check` does, record it in
-//! piton.lock, rename it into place as `NAME.wasm`. Each step is public, so that a
-//! caller can put its own between them (a signature check before [`Add::install`],
-//! a permission diff before an update's install).
+//! plugins folder, check its signatures against the trust policy, check the
+//! component as `piton check` does (which runs its code, to read its spec: never
+//! before the trust check), record it in piton.lock, rename it into place as
+//! `NAME.wasm`. Each step is public, so that a caller can put its own between them
+//! (a permission diff before an update's install).
 
 use std::path::{Path, PathBuf};
 
@@ -176,6 +177,11 @@ impl Add {
         .await?)
     }
 
+    /// The trust policy it checks components against.
+    pub fn policy(&self) -> &TrustPolicy {
+        &self.trust
+    }
+
     /// The runtime it checks components with.
     pub fn runtime(&self) -> &WasmRuntime {
         &self.runtime
@@ -186,9 +192,10 @@ impl Add {
         &self.folder
     }
 
-    /// All of `piton add`: [`Add::fetch`], [`Add::check`], [`Add::trust`],
+    /// All of `piton add`: [`Add::fetch`], [`Add::trust`], [`Add::check`],
     /// [`Add::install`]. `given` is the reference as written (what the lock records),
-    /// `expected` the `--sha256`, `name` the `--name`.
+    /// `expected` the `--sha256`, `name` the `--name`. Trust comes before the check:
+    /// checking reads the component's spec in an instance, which runs its code.
     pub async fn run(
         &self,
         reference: &Reference,
@@ -199,8 +206,8 @@ impl Add {
         let name = self.name_for(reference, given, name)?;
         self.may_write(given, &name)?;
         let fetched = self.fetch(reference, given, expected).await?;
-        let checked = self.check(&fetched, given).await?;
         let signer = self.trust(reference, given, &fetched).await?;
+        let checked = self.check(&fetched, given).await?;
         let (entry, replaced) = self.install(&name, fetched, given, signer)?;
         Ok(Added {
             name,
@@ -264,7 +271,8 @@ impl Add {
         Ok(fetch(reference, given, expected, &self.folder, self.limits).await?)
     }
 
-    /// Checks the fetched component as `piton check` does.
+    /// Checks the fetched component as `piton check` does: in instances with no
+    /// capabilities, but its code runs; call [`Add::trust`] first.
     pub async fn check(&self, fetched: &Fetched, given: &str) -> Result<Checked, AddError> {
         self.runtime
             .check_file(fetched.temp.path())

@@ -1,17 +1,26 @@
-//! The trust policy at load: under `require = "signed"` (for a file's source), a file
-//! of the plugins folder loads only if `piton add` recorded a signer in piton.lock
-//! that piton.toml still trusts for its source, or, for a file copied by hand, if
-//! the Sigstore bundle beside it (`FILE.wasm.sigstore.json`) verifies over its bytes.
-//! Anything else is refused unread by the engine, naming the signers expected and
-//! what was found. So a key taken out of `[[trust.keys]]` stops what it signed at
-//! the next reload.
+//! The trust policy at load, for each file of the plugins folder, before the engine
+//! reads it:
+//!
+//! - a file piton.lock records loads only if the signer the lock records (if any)
+//!   is one piton.toml still trusts for its source; under `require = "signed"` a
+//!   signer must be recorded. So a key taken out of `[[trust.keys]]` stops what it
+//!   signed at the next reload.
+//! - a file copied by hand loads only if the Sigstore bundle beside it
+//!   (`FILE.wasm.sigstore.json`) verifies over its bytes; under `signed` the bundle
+//!   must be there, under `pinned` and `any` a file with none loads.
+//!
+//! Whatever `require` says, a signature that is there must verify, as at `piton add`:
+//! a refusal names the signers expected and the one found. A signature counts for
+//! nothing only when the policy names no key or identity for the source (there is
+//! nothing to check it against). The digests piton.lock records are checked by the
+//! loader as pins (see [`crate::supply::lock`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::lock::Lock;
+use super::lock::{Lock, check_name};
 use super::signatures::bundle_beside;
-use super::trust::{self, Artifact, Require, SignatureMaterial, Signer, TrustPolicy};
+use super::trust::{self, Artifact, Require, Rule, SignatureMaterial, Signer, TrustPolicy};
 
 /// The most bytes of a bundle read at load.
 const MAX_BUNDLE: u64 = 1 << 20;
@@ -24,39 +33,25 @@ pub fn refused(
     policy: &TrustPolicy,
 ) -> BTreeMap<String, String> {
     let mut refused = BTreeMap::new();
-    let requires = |source: &str| policy.rule_for(source).require == Require::Signed;
-    if !requires("")
-        && !policy
-            .sources
-            .iter()
-            .any(|s| s.require == Some(Require::Signed))
-    {
-        return refused;
-    }
     for file in files {
         let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
         let why = match lock.by_file(name) {
-            Some((added, entry)) => {
-                if !requires(&entry.source) {
-                    continue;
-                }
-                recorded(policy, added, &entry.source, entry.signer.as_deref())
-            }
-            None => {
-                let source = file.to_string_lossy();
-                if !requires(&source) {
-                    continue;
-                }
-                beside(policy, file, &source)
-            }
+            Some((added, entry)) => recorded(policy, added, &entry.source, entry.signer.as_deref()),
+            None => beside(policy, file, &file.to_string_lossy()),
         };
         if let Err(why) = why {
             refused.insert(name.to_owned(), why);
         }
     }
     refused
+}
+
+/// Whether a signature can count for `rule`: it names a key or an identity, or it
+/// requires a signature (and then none counts, which is said).
+fn checks_signatures(rule: &Rule<'_>) -> bool {
+    rule.require == Require::Signed || rule.has_signers()
 }
 
 /// Whether the signer piton.lock records for `added` (from `source`) is one the
@@ -68,12 +63,18 @@ fn recorded(
     signer: Option<&str>,
 ) -> Result<(), String> {
     let rule = policy.rule_for(source);
-    let Some(signer) = signer else {
-        return Err(format!(
-            "refused: piton.toml's [trust] requires a signature by {} for {source}, and \
-             piton.lock records none for {added}; `piton add {source}` again with its signature",
-            rule.expected()
-        ));
+    let signer = match signer {
+        Some(signer) if checks_signatures(&rule) => signer,
+        Some(_) => return Ok(()),
+        None if rule.require == Require::Signed => {
+            return Err(format!(
+                "refused: piton.toml's [trust] requires a signature by {} for {source}, and \
+                 piton.lock records none for {added}; `piton add {source}` again with its \
+                 signature",
+                rule.expected()
+            ));
+        }
+        None => return Ok(()),
     };
     let trusted = rule
         .keys
@@ -102,9 +103,13 @@ fn recorded(
     }
 }
 
-/// Whether the bundle beside `file` (copied by hand) verifies over its bytes.
+/// Whether the bundle beside `file` (copied by hand), if any, verifies over its bytes.
 fn beside(policy: &TrustPolicy, file: &Path, source: &str) -> Result<(), String> {
     use std::io::Read as _;
+    let rule = policy.rule_for(source);
+    if !checks_signatures(&rule) {
+        return Ok(());
+    }
     let bundle_file = bundle_beside(source);
     let mut bundle = Vec::new();
     let opened = std::fs::File::open(&bundle_file)
@@ -114,15 +119,107 @@ fn beside(policy: &TrustPolicy, file: &Path, source: &str) -> Result<(), String>
             return Err(format!("refused: {bundle_file} is over {MAX_BUNDLE} bytes"));
         }
         Ok(_) => vec![SignatureMaterial::Bundle(bundle)],
-        Err(_) => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(format!("refused: cannot read {bundle_file}: {e}")),
     };
+    // Unsigned, where no signature is required: nothing to check, nothing to read.
+    if materials.is_empty() && rule.require != Require::Signed {
+        return Ok(());
+    }
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?;
     trust::verify(policy, source, Artifact::File(&bytes), &materials)
         .map(|_| ())
         .map_err(|e| {
+            if rule.require == Require::Signed {
+                format!(
+                    "refused: {e}; a file copied by hand is signed by a bundle beside it \
+                     ({bundle_file}), or added with `piton add`"
+                )
+            } else {
+                format!(
+                    "refused: {e}; a signature beside a file ({bundle_file}) must verify: \
+                     sign it again with a key piton.toml trusts, or `piton add` it"
+                )
+            }
+        })
+}
+
+/// For each file of `files` that `lock` does not record (copied by hand): a line
+/// saying so, for the load's log, with the command that records it.
+pub fn not_recorded(files: &[std::path::PathBuf], lock: &Lock) -> Vec<String> {
+    files
+        .iter()
+        .filter(|file| {
+            let name = file.file_name().and_then(|n| n.to_str());
+            name.is_some_and(|name| lock.by_file(name).is_none())
+        })
+        .map(|file| {
             format!(
-                "refused: {e}; a file copied by hand is signed by a bundle beside it \
-                 ({bundle_file}), or added with `piton add`"
+                "{}: not recorded in piton.lock (copied by hand): it loads with whatever \
+                 bytes it has; {}",
+                file.display(),
+                how_to_record(file)
             )
         })
+        .collect()
+}
+
+/// How to record the file `file` of a plugins folder: the `piton add` command that
+/// records its digest (and its path as its source), when its name can stay.
+pub fn record_command(file: &Path) -> Option<String> {
+    let folder = file.parent()?;
+    let stem = file.file_stem()?.to_str()?;
+    check_name(stem).ok()?;
+    Some(format!(
+        "piton add {} --force --plugins {}",
+        shell_word(&file.display().to_string()),
+        shell_word(&folder.display().to_string())
+    ))
+}
+
+/// [`record_command`] in a sentence.
+pub fn how_to_record(file: &Path) -> String {
+    match record_command(file) {
+        Some(command) => format!("`{command}` records it"),
+        None => "rename it NAME.wasm (1 to 64 letters, digits, `_` or `-`), then `piton \
+                 add` it to record it"
+            .to_owned(),
+    }
+}
+
+/// `text` as one word of a POSIX shell command line: as it is when that is safe,
+/// else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_that_records_a_file_is_one_a_shell_reads_back() {
+        assert_eq!(
+            record_command(Path::new("/srv/plugins/word_count.wasm")).as_deref(),
+            Some("piton add /srv/plugins/word_count.wasm --force --plugins /srv/plugins")
+        );
+        assert_eq!(
+            record_command(Path::new("/my tools/it's.wasm")),
+            None,
+            "its name would change"
+        );
+        assert_eq!(
+            record_command(Path::new("/my tools/x.wasm")).as_deref(),
+            Some("piton add '/my tools/x.wasm' --force --plugins '/my tools'")
+        );
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
 }

@@ -131,12 +131,50 @@ pub enum FetchProblem {
     /// The registry refused or failed the token handshake or a push.
     #[error("the registry: {0}")]
     Registry(String),
+    /// The registry asks for a login, or refused the one given.
+    #[error("{}", login_message(.registry, *.status, .login.as_deref(), .helper.as_deref()))]
+    Login {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// The HTTP status: 401, 403.
+        status: u16,
+        /// The account given (`user (from WHERE)`), if any.
+        login: Option<String>,
+        /// The credential helper Docker keeps its login for the registry in, if any.
+        helper: Option<String>,
+    },
+    /// The login for a registry cannot be read.
+    #[error("cannot read the registry login: {0}")]
+    Credentials(String),
     /// A local file that cannot be read.
     #[error("cannot read it: {0}")]
     Read(#[source] std::io::Error),
     /// The temporary file cannot be written.
     #[error("cannot write the plugins folder: {0}")]
     Write(#[source] std::io::Error),
+}
+
+/// What [`FetchProblem::Login`] says.
+fn login_message(registry: &str, status: u16, login: Option<&str>, helper: Option<&str>) -> String {
+    match login {
+        Some(who) => format!(
+            "{registry} refused the login of {who} (HTTP {status}): check the user name and \
+             password, and that the account may do this there"
+        ),
+        None => {
+            let helper = helper.map_or_else(String::new, |helper| {
+                format!(
+                    " (Docker keeps its login for it with docker-credential-{helper}, a \
+                     program piton does not run)"
+                )
+            });
+            format!(
+                "{registry} asks for a login (HTTP {status}){helper}: set \
+                 PITON_REGISTRY_USERNAME and PITON_REGISTRY_PASSWORD, or log in with `docker \
+                 login {registry}` (piton reads Docker's config.json)"
+            )
+        }
+    }
 }
 
 /// A new temporary file in `folder`, named so that no load reads it.

@@ -18,7 +18,7 @@ use reqwest::header::{ACCEPT, HeaderValue};
 
 use super::fetched::{FetchError, FetchProblem, Fetched};
 use super::http::Http;
-use super::oci::{get_manifest, pull_headers};
+use super::oci::{get_manifest, pull_headers, refused_login};
 use super::reference::{OciRef, Reference};
 use super::trust::cosign_oci;
 use super::trust::{
@@ -178,8 +178,19 @@ pub(crate) async fn pull_signatures(
     oci: &OciRef,
     digest: &Digest,
 ) -> Result<Vec<SimpleSignature>, FetchProblem> {
+    let (auth, found) = pull_headers(oci).await?;
+    signatures_with(oci, digest, &auth)
+        .await
+        .map_err(|e| refused_login(e, oci, &found))
+}
+
+/// [`pull_signatures`], past the token handshake: `auth` are the headers it gave.
+async fn signatures_with(
+    oci: &OciRef,
+    digest: &Digest,
+    auth: &reqwest::header::HeaderMap,
+) -> Result<Vec<SimpleSignature>, FetchProblem> {
     let http = Http::new()?;
-    let auth = pull_headers(oci).await?;
     let base = format!("{}/v2/{}", oci.base_url(), oci.repository);
     let mut accept = auth.clone();
     accept.insert(

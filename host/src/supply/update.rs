@@ -1,6 +1,7 @@
 //! `piton update` as a library: for a component piton.lock records, fetch its source
-//! again (an OCI tag is resolved again), and when the bytes changed, check the new
-//! ones and make the permission diff against the file in place. The caller shows
+//! again (an OCI tag is resolved again), and when the bytes changed, check their
+//! signatures, then the component, and make the permission diff against the file in
+//! place; when only the manifest changed, check its signatures. The caller shows
 //! the diff, decides ([`Decision`]), and installs with [`Add::install`]; until then
 //! the new bytes are a temporary file that no load reads, and the old file stays.
 
@@ -12,6 +13,7 @@ use super::fetched::Fetched;
 use super::lock::LockEntry;
 use super::profile::Profile;
 use super::reference::{RefProblem, Reference};
+use super::trust::Digest;
 use crate::config::pins::Sha256;
 use crate::wasm::WasmRuntime;
 
@@ -25,6 +27,18 @@ pub enum Found {
     Pinned(String),
     /// Other bytes, checked, with the permission diff from the recorded file.
     Changed(Box<Changed>),
+    /// The same bytes under another OCI manifest (the tag was pushed again): its
+    /// signatures checked; nothing it may do changed, so it is recorded unasked.
+    NewManifest(Box<NewManifest>),
+}
+
+/// The same component bytes, fetched again under another manifest.
+#[derive(Debug)]
+pub struct NewManifest {
+    /// The bytes, in a temporary file of the plugins folder.
+    pub fetched: Fetched,
+    /// Who signed the new manifest, as the trust policy checked it.
+    pub signer: Option<String>,
 }
 
 /// A new version, fetched and checked, not installed.
@@ -84,7 +98,9 @@ pub async fn check(
     entry: &LockEntry,
     sha256: Option<&str>,
 ) -> Result<Found, AddError> {
-    let reference = match Reference::parse(&entry.source, sha256) {
+    // Under `require = "any"`, a URL added without --sha256 is fetched again, as a tag.
+    let require = add.policy().rule_for(&entry.source).require;
+    let reference = match Reference::parse_under(&entry.source, sha256, require) {
         Ok(reference) => reference,
         Err(error) if error.problem == RefProblem::UrlNeedsSha256 => {
             return Ok(Found::Pinned(format!(
@@ -111,14 +127,21 @@ pub async fn check(
         })?),
     };
     let fetched = add.fetch(&reference, &entry.source, expected).await?;
-    if fetched.digest() == entry.digest {
+    if fetched.digest() == entry.digest && fetched.resolved == entry.resolved {
         return Ok(Found::UpToDate);
     }
-    let checked = add.check(&fetched, &entry.source).await?;
+    // Before any of its code runs: checking it reads its spec in an instance.
     let signer = add.trust(&reference, &entry.source, &fetched).await?;
+    if fetched.digest() == entry.digest {
+        return Ok(Found::NewManifest(Box::new(NewManifest {
+            fetched,
+            signer,
+        })));
+    }
+    let checked = add.check(&fetched, &entry.source).await?;
     let new_file = add.folder().join(&entry.file);
     let profile = Profile::of_checked(&new_file, &checked);
-    let (old, old_missing) = old_profile(&new_file, add.runtime()).await;
+    let (old, old_missing) = old_profile(&new_file, &entry.digest, add.runtime()).await;
     let mut diff = diff(&old, &profile);
     diff.file = new_file;
     Ok(Found::Changed(Box::new(Changed {
@@ -130,20 +153,33 @@ pub async fn check(
     })))
 }
 
-/// The profile of the recorded file, or an empty one and why there is none.
-async fn old_profile(file: &Path, runtime: &WasmRuntime) -> (Profile, Option<String>) {
+/// The profile of the recorded file (whose bytes piton.lock says are `recorded`), or
+/// an empty one and why there is none. A file whose bytes are not the recorded ones
+/// was changed by hand: it is not read (its code does not run), and the diff is from
+/// nothing, since a diff from it would hide what the recorded version could not do.
+async fn old_profile(
+    file: &Path,
+    recorded: &str,
+    runtime: &WasmRuntime,
+) -> (Profile, Option<String>) {
+    let empty = Profile {
+        file: file.to_path_buf(),
+        sha256: String::new(),
+        size: 0,
+        world: String::new(),
+        tools: Vec::new(),
+        imports: Default::default(),
+    };
+    let found = match std::fs::read(file) {
+        Ok(bytes) => Digest::of(&bytes).to_string(),
+        Err(error) => return (empty, Some(error.to_string())),
+    };
+    if found != recorded {
+        let why = format!("its bytes are {found}, not the {recorded} piton.lock records");
+        return (empty, Some(why));
+    }
     match Profile::of_file(file, runtime).await {
         Ok(profile) => (profile, None),
-        Err(error) => {
-            let empty = Profile {
-                file: file.to_path_buf(),
-                sha256: String::new(),
-                size: 0,
-                world: String::new(),
-                tools: Vec::new(),
-                imports: Default::default(),
-            };
-            (empty, Some(error.to_string()))
-        }
+        Err(error) => (empty, Some(error.to_string())),
     }
 }

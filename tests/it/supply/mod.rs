@@ -4,22 +4,30 @@
 //! client, and against a small server of this file that answers each bad way a
 //! registry or URL can; and piton.lock holding the plugins folder to its digests.
 //!
-//! docker-registry is in tests/packages.txt: a missing one fails the registry tests,
-//! unless `PITON_SKIP=docker-registry` asks to skip them.
+//! docker-registry (and apache2-utils, whose `htpasswd` makes a login for it) is in
+//! tests/packages.txt: a missing one fails the registry tests, unless
+//! `PITON_SKIP=docker-registry` asks to skip them.
 
+mod at_load;
 mod bad;
+mod bad_url;
+mod before_code;
 mod interop;
+mod keyless;
+mod levels;
 mod lock;
+mod login;
 mod registry;
 mod signed;
+mod updates;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest as _, Sha256};
 
@@ -52,7 +60,7 @@ pub(crate) fn files_in(folder: &Path) -> Vec<String> {
 }
 
 /// Debian's docker-registry on a free loopback port with its storage in a temp
-/// folder, no auth; killed when dropped.
+/// folder; killed when dropped.
 pub(crate) struct Registry {
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
@@ -64,12 +72,33 @@ impl Registry {
     /// Starts one, or `None` when docker-registry is missing and `PITON_SKIP` names
     /// it (else the test fails, saying how to install it).
     pub(crate) fn start() -> Option<Self> {
+        Self::start_with(None)
+    }
+
+    /// [`Registry::start`], with `login` (user, password) the only account, asked
+    /// for with HTTP Basic auth (an htpasswd file made by Apache's `htpasswd`).
+    pub(crate) fn start_with(login: Option<(&str, &str)>) -> Option<Self> {
         if !piton_tests::requirements::require("docker-registry") {
             return None;
         }
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("config.yml");
         let storage = dir.path().join("storage");
+        let auth = match login {
+            None => String::new(),
+            Some((user, password)) => {
+                let file = dir.path().join("htpasswd");
+                let out = run(Command::new("htpasswd")
+                    .args(["-B", "-b", "-c"])
+                    .arg(&file)
+                    .args([user, password]));
+                assert!(out.status.success(), "htpasswd: {out:?}");
+                format!(
+                    "auth:\n  htpasswd:\n    realm: piton-test\n    path: {}\n",
+                    file.display()
+                )
+            }
+        };
         std::fs::write(
             &config,
             format!(
@@ -83,7 +112,7 @@ storage:
     rootdirectory: {}
   delete:
     enabled: true
-http:
+{auth}http:
   addr: 127.0.0.1:0
 ",
                 storage.display()
@@ -120,6 +149,8 @@ pub(crate) struct Answer {
     pub(crate) status: u16,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: Vec<u8>,
+    /// Sent with no Content-Length: the body ends when the connection closes.
+    pub(crate) no_length: bool,
 }
 
 impl Answer {
@@ -128,7 +159,29 @@ impl Answer {
             status: 200,
             headers: vec![("Content-Type".into(), content_type.into())],
             body,
+            no_length: false,
         }
+    }
+
+    /// An empty answer with `status`.
+    pub(crate) fn status(status: u16) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            no_length: false,
+        }
+    }
+
+    /// A redirect (`status`, such as 302) to `location`.
+    pub(crate) fn redirect(status: u16, location: &str) -> Self {
+        Self::status(status).header("Location", location)
+    }
+
+    /// This answer with no Content-Length: its size is known only once it is read.
+    pub(crate) fn without_length(mut self) -> Self {
+        self.no_length = true;
+        self
     }
 
     pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
@@ -143,6 +196,7 @@ impl Answer {
 pub(crate) struct BadServer {
     pub(crate) addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    routes: Arc<Mutex<BTreeMap<String, Answer>>>,
 }
 
 impl BadServer {
@@ -150,20 +204,27 @@ impl BadServer {
     pub(crate) fn start(routes: impl FnOnce(SocketAddr) -> BTreeMap<String, Answer>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
         let addr = listener.local_addr().expect("its address");
-        let routes = routes(addr);
+        let routes = Arc::new(Mutex::new(routes(addr)));
         let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
+        let (stopped, served) = (stop.clone(), routes.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopped.load(Ordering::SeqCst) {
                     break;
                 }
                 if let Ok(stream) = stream {
+                    let routes = served.lock().expect("the routes").clone();
                     answer(stream, &routes);
                 }
             }
         });
-        Self { addr, stop }
+        Self { addr, stop, routes }
+    }
+
+    /// From now on, answers `route` (`METHOD PATH`) with `answer`.
+    pub(crate) fn set(&self, route: &str, answer: Answer) {
+        let mut routes = self.routes.lock().expect("the routes");
+        routes.insert(route.to_owned(), answer);
     }
 }
 
@@ -206,16 +267,18 @@ fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>) {
         .get(&key)
         .or_else(|| (method == "HEAD").then(|| routes.get(&get)).flatten());
     let not_found = Answer {
-        status: 404,
-        headers: Vec::new(),
         body: b"not here".to_vec(),
+        ..Answer::status(404)
     };
     let answer = found.unwrap_or(&not_found);
     let mut head = format!("HTTP/1.1 {} X\r\nConnection: close\r\n", answer.status);
     for (name, value) in &answer.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", answer.body.len()));
+    if !answer.no_length {
+        head.push_str(&format!("Content-Length: {}\r\n", answer.body.len()));
+    }
+    head.push_str("\r\n");
     let _ = stream.write_all(head.as_bytes());
     if method != "HEAD" {
         let _ = stream.write_all(&answer.body);
