@@ -124,6 +124,21 @@ const TABLES: &[Table] = &[
                 then: Some("≤ 1.0x (0.5x)"),
             },
             Row {
+                label: "an `echo` tool over MCP stdio, raw JSON-RPC lines: piton (Rust component)",
+                cells: &[&["mcp/echo_piton_median", "mcp/echo_piton_p99"]],
+                then: Some(""),
+            },
+            Row {
+                label: "the same tool served natively by `@modelcontextprotocol/server-everything` (Node.js, no sandbox)",
+                cells: &[&["mcp/echo_everything_median", "mcp/echo_everything_p99"]],
+                then: Some(""),
+            },
+            Row {
+                label: "piton / server-everything",
+                cells: &[&["mcp/echo_ratio"]],
+                then: Some(""),
+            },
+            Row {
                 label: "MCP `tools/call` over stdio, rmcp client (multi-thread runtime)",
                 cells: &[&["mcp/stdio_rmcp_median", "mcp/stdio_rmcp_p99"]],
                 then: Some("≤ 0.10 ms"),
