@@ -126,8 +126,8 @@ enum Command {
         #[arg(long)]
         code_mode: bool,
     },
-    /// Build a tool project (Rust, Python, JavaScript or C) or a single source file
-    /// (tools.py, tools.js, tool.c) into a component, and print its path.
+    /// Build a tool project (Rust, Python, JavaScript, TypeScript, C or Go) or a single
+    /// source file (tools.py, tools.js, tools.ts, tool.c) into a component, and print its path.
     Build {
         /// The project folder or source file. Default: the current folder.
         path: Option<PathBuf>,
