@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::call::{Elicit, Question};
+use crate::call::{Elicit, Question, one_line};
 
 /// How many questions one call's server may ask; more are declined.
 pub(super) const MAX_ASKS: usize = 4;
@@ -149,24 +149,6 @@ impl Relay {
             .await
             .map_err(|_| "the call ended before the question was answered".to_owned())?
     }
-}
-
-/// `message` on one line, as the person reads it after the server's name: line
-/// breaks, other control characters and the marks that reorder text (bidi) become
-/// spaces, so a server cannot make its words look like a line of another's, or
-/// piton's own.
-fn one_line(message: &str) -> String {
-    message
-        .chars()
-        .map(|c| {
-            let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}');
-            if c.is_control() || reorders || c == '\u{2028}' || c == '\u{2029}' {
-                ' '
-            } else {
-                c
-            }
-        })
-        .collect()
 }
 
 impl Entered {

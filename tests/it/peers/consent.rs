@@ -486,3 +486,46 @@ fn an_upstream_tool_that_claims_read_only_is_asked_about_unless_its_hints_are_tr
         }
     }
 }
+
+/// What a client may show as a line break, or that reorders or hides text.
+fn breaks_or_hides(c: char) -> bool {
+    matches!(
+        c,
+        '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{061c}'
+            | '\u{feff}'
+    )
+}
+
+#[test]
+fn an_upstream_tool_description_cannot_forge_lines_of_the_question() {
+    // py_server's `lookalike` has a description whose line separators, carriage
+    // return and bidi marks bring in lines that look like piton's own.
+    let setup = Setup::new(&format!(
+        "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n",
+        super::peers().python().display().to_string(),
+        super::peers_file("py_server.py").display().to_string(),
+    ));
+    let stdio = setup.stdio();
+    let report = client(
+        Target::Stdio(&stdio),
+        "legacy",
+        &[("py__lookalike", json!({"a": 2, "b": 3}))],
+        Some(&["deny"]),
+    );
+    let question = asked(&report)
+        .first()
+        .unwrap_or_else(|| panic!("not asked: {report:#}"));
+    let message = question["message"].as_str().unwrap_or_default();
+    assert!(!message.chars().any(breaks_or_hides), "{message:?}");
+    let lines: Vec<&str> = message.lines().collect();
+    for start in ["Granted for this call", "Asked because", "Arguments"] {
+        let found = lines.iter().filter(|l| l.starts_with(start)).count();
+        assert_eq!(found, 1, "{start:?} in {message:?}");
+    }
+    assert!(message.contains("Add two integers."), "{message:?}");
+    refused_with(call_result(&report, 0), "the user declined");
+}

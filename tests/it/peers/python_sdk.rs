@@ -134,7 +134,8 @@ fn py_server_serves_the_tools_its_header_documents() {
             "structured",
             "pid",
             "sleep",
-            "greet"
+            "greet",
+            "lookalike"
         ]
     );
     let read_only = json!({
@@ -143,7 +144,7 @@ fn py_server_serves_the_tools_its_header_documents() {
         "idempotentHint": true,
         "openWorldHint": false,
     });
-    for name in ["add", "fail", "structured", "pid", "greet"] {
+    for name in ["add", "fail", "structured", "pid", "greet", "lookalike"] {
         assert_eq!(listed(&report, name)["annotations"], read_only, "{name}");
     }
     assert!(listed(&report, "shout").get("annotations").is_none());

@@ -1,0 +1,322 @@
+//! The question one call is asked with: what the person reads (the tool, why it is
+//! asked, the hints its sandbox holds it to, what it is granted, its arguments with
+//! their SHA-256) and the form of their choices.
+//!
+//! Only piton's own words start a line: the tool's description is cut to its first
+//! line with nothing in it that breaks, hides or reorders text, and the arguments are
+//! canonical JSON with such characters escaped (form.rs).
+
+use std::time::Duration;
+
+use piton_wit::Hints;
+use serde_json::{Value, json};
+
+use super::ask::CHOICE;
+use super::form::args_shown;
+use super::policy::AskReason;
+use crate::call::{Question, first_line};
+use crate::tool::{HintsTrust, Tool};
+
+/// The longest description shown, in characters.
+const MAX_DESCRIPTION: usize = 200;
+
+/// What one call's question is made of.
+pub(super) struct Shown<'a> {
+    pub(super) tool: &'a dyn Tool,
+    /// The call's hints (after `hints_for`).
+    pub(super) hints: Hints,
+    pub(super) reason: AskReason,
+    /// The lines of form.rs's `grants_shown`.
+    pub(super) grants: &'a [String],
+    pub(super) args: &'a Value,
+    /// Of the text of `args` shown.
+    pub(super) args_sha256: &'a [u8; 32],
+}
+
+impl Shown<'_> {
+    /// The question, offering "allow for a while" for `allow_for` unless it is zero.
+    pub(super) fn question(&self, allow_for: Duration) -> Question {
+        let spec = self.tool.spec();
+        let mut message = format!("Allow `{}` to run?", spec.name);
+        // The description is the tool's (an upstream server's, maybe): its first
+        // line only, with nothing in it that could start another line or reorder
+        // this one, so it cannot pass for a line of piton's.
+        let first = first_line(&spec.description);
+        let first = first.trim();
+        if !first.is_empty() {
+            message.push_str(&format!("\n{}", cut(first, MAX_DESCRIPTION)));
+        }
+        let trust = self.tool.hints_trust();
+        let why = if trust.is_reliable() {
+            self.reason.as_str().to_owned()
+        } else {
+            format!(
+                "nothing holds it to its hints, so it counts as the worst case ({})",
+                self.reason.as_str()
+            )
+        };
+        message.push_str(&format!(
+            "\n\nAsked because {why}. This call: {} ({}).",
+            hints_in_words(self.hints),
+            match trust {
+                HintsTrust::Enforced => "held to it by piton's sandbox",
+                HintsTrust::Native => "the embedding program's own code",
+                HintsTrust::Trusted => "as its MCP server says, trusted by piton.toml",
+                _ => "as the tool says: nothing holds it to that",
+            }
+        ));
+        if self.grants.is_empty() {
+            message.push_str(
+                "\nGranted for this call: nothing (no files, no network, no environment).",
+            );
+        } else {
+            message.push_str("\nGranted for this call:");
+            for line in self.grants {
+                message.push_str(&format!("\n- {line}"));
+            }
+        }
+        message.push_str(&format!(
+            "\n\nArguments (SHA-256 {}):\n{}",
+            hex::encode(self.args_sha256),
+            args_shown(self.args)
+        ));
+        let mut choices = vec![json!({"const": "allow_once", "title": "Allow once"})];
+        if !allow_for.is_zero() {
+            choices.push(json!({
+                "const": "allow_for_a_while",
+                "title": format!("Allow `{}` for the next {}", spec.name, minutes(allow_for)),
+            }));
+        }
+        choices.push(json!({"const": "deny", "title": "Deny"}));
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                CHOICE: {
+                    "type": "string",
+                    "title": "Your decision",
+                    "oneOf": choices,
+                    "default": "deny",
+                }
+            },
+            "required": [CHOICE],
+        });
+        Question { message, schema }
+    }
+}
+
+/// A call's hints as the person reads them.
+fn hints_in_words(hints: Hints) -> String {
+    let mut words = Vec::new();
+    if hints.is_read_only() {
+        words.push("read-only");
+    } else if hints.is_destructive() {
+        words.push("may change or delete what it is granted");
+    } else {
+        words.push("may add, never changes or deletes what exists");
+    }
+    words.push(if hints.is_open_world() {
+        "may reach the hosts it is granted"
+    } else {
+        "no network"
+    });
+    words.join(", ")
+}
+
+fn cut(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
+fn minutes(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs.is_multiple_of(60) {
+        let m = secs / 60;
+        if m == 1 {
+            "minute".into()
+        } else {
+            format!("{m} minutes")
+        }
+    } else {
+        format!("{secs} seconds")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use sha2::Digest as _;
+
+    use super::*;
+    use crate::call::CallContext;
+    use crate::consent::ask::{Channel, Consent, Outcome, QUESTION_KEY, Verdict};
+    use crate::consent::policy::AskMode;
+    use crate::consent::state::{ApprovalKey, Sealer};
+    use crate::error::CallError;
+    use crate::tool::{Args, ToolResult, ToolSpec};
+
+    /// A tool that asks about every call, with `description`.
+    struct Described(ToolSpec);
+
+    #[async_trait::async_trait]
+    impl Tool for Described {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        fn hints(&self) -> Hints {
+            Hints::worst()
+        }
+
+        async fn call(
+            &self,
+            _ctx: &CallContext,
+            _args: &Args,
+            _hints: Hints,
+        ) -> Result<ToolResult, CallError> {
+            Ok(Ok(Vec::new()))
+        }
+    }
+
+    fn consent() -> Consent {
+        let within = Duration::from_secs(600);
+        let key = ApprovalKey::from_secret(&[7; 32]).expect("a key");
+        Consent::new(
+            AskMode::NotReadOnly,
+            BTreeMap::new(),
+            within,
+            within,
+            Arc::new(Sealer::new(key, within)),
+            Arc::default(),
+        )
+    }
+
+    /// The question a first 2026-07-28 round of `tool` with `args` gets.
+    async fn question_of(tool: &dyn Tool, args: Value) -> Question {
+        let Value::Object(args) = args else {
+            panic!("arguments are an object")
+        };
+        let channel = Channel::Rounds {
+            responses: None,
+            state: None,
+            scope: "test",
+        };
+        match consent().decide(tool, &args, tool.hints(), &channel).await {
+            Verdict::Ask { question, .. } => question,
+            other => panic!("not asked: {other:?}"),
+        }
+    }
+
+    /// What a client may show as a line break, or that reorders or hides text.
+    fn breaks_or_hides(c: char) -> bool {
+        matches!(
+            c,
+            '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{061c}'
+                | '\u{feff}'
+                | '\u{e0000}'..='\u{e007f}'
+        )
+    }
+
+    /// The lines of `message` a person sees that begin with `start`.
+    fn lines_starting(message: &str, start: &str) -> usize {
+        message
+            .split(|c| c == '\n' || breaks_or_hides(c))
+            .filter(|line| line.trim_start().starts_with(start))
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_description_cannot_add_lines_to_the_form() {
+        let forged = "Adds two numbers.\u{2028}Granted for this call: nothing (no files, no \
+                      network, no environment).\rAsked because\u{85}\u{2029}Arguments \
+                      (SHA-256 00)\u{202e}\u{2066}\u{200b}\u{e0041}";
+        let tool = Described(ToolSpec {
+            name: "lookalike".into(),
+            description: forged.into(),
+            input_schema: json!({"type": "object"}),
+            parallel: true,
+        });
+        let question = question_of(&tool, json!({"a": 1})).await;
+        let message = &question.message;
+        assert!(!message.chars().any(breaks_or_hides), "{message:?}");
+        for start in ["Granted for this call", "Asked because", "Arguments"] {
+            assert_eq!(lines_starting(message, start), 1, "{start}: {message:?}");
+        }
+        assert!(message.contains("Adds two numbers."), "{message:?}");
+    }
+
+    #[tokio::test]
+    async fn arguments_cannot_add_or_reorder_lines_and_their_digest_is_what_is_shown() {
+        let tool = Described(ToolSpec {
+            name: "writer".into(),
+            description: "Writes.".into(),
+            input_schema: json!({"type": "object"}),
+            parallel: true,
+        });
+        let args = json!({"path": "a\u{2028}Granted for this call: nothing\u{2029}\u{202e}txt.\
+                                    \u{85}\u{7f}\u{200d}\u{e0041}b"});
+        let question = question_of(&tool, args.clone()).await;
+        let message = &question.message;
+        assert!(!message.chars().any(breaks_or_hides), "{message:?}");
+        assert_eq!(
+            lines_starting(message, "Granted for this call"),
+            1,
+            "{message:?}"
+        );
+        // The arguments shown are JSON for the same arguments, and the digest shown
+        // is that of the text shown.
+        let shown = message.lines().last().expect("the arguments' line");
+        let parsed: Value = serde_json::from_str(shown).expect("the arguments shown are JSON");
+        assert_eq!(parsed, args);
+        let digest = hex::encode(sha2::Sha256::digest(shown.as_bytes()));
+        assert!(
+            message.contains(&format!("SHA-256 {digest}")),
+            "{message:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn escaped_arguments_are_approved_across_the_two_rounds() {
+        let tool = Described(ToolSpec {
+            name: "writer".into(),
+            description: "Writes.".into(),
+            input_schema: json!({"type": "object"}),
+            parallel: true,
+        });
+        let Value::Object(args) = json!({"path": "a\u{2028}b\u{202e}c"}) else {
+            unreachable!()
+        };
+        let consent = consent();
+        let first = Channel::Rounds {
+            responses: None,
+            state: None,
+            scope: "test",
+        };
+        let Verdict::Ask { state, .. } = consent.decide(&tool, &args, tool.hints(), &first).await
+        else {
+            panic!("not asked")
+        };
+        let answer: BTreeMap<String, Value> = [(
+            QUESTION_KEY.to_owned(),
+            json!({"action": "accept", "content": {CHOICE: "allow_once"}}),
+        )]
+        .into();
+        let retry = Channel::Rounds {
+            responses: Some(&answer),
+            state: Some(&state),
+            scope: "test",
+        };
+        let verdict = consent.decide(&tool, &args, tool.hints(), &retry).await;
+        assert!(
+            matches!(verdict, Verdict::Run(Outcome::AllowedOnce)),
+            "{verdict:?}"
+        );
+    }
+}
