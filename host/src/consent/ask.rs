@@ -347,18 +347,22 @@ impl Consent {
     }
 
     fn cannot_ask(&self, name: &str, mode: AskMode, reason: AskReason) -> String {
-        let set_by = if self.forced {
-            format!("serve --approve {mode}")
-        } else if self.per_tool.contains_key(name) {
-            format!("piton.toml [tools.{name}] approve = \"{mode}\"")
+        let set_by = self.set_by(name, mode);
+        // Under `serve --approve` piton.toml's modes are not read: only the flag can
+        // stop the asking.
+        let stop = if self.forced {
+            format!(
+                "serve this run with `--approve never`, or without `--approve` and with \
+                 `approve = \"never\"` in [tools.{name}] of piton.toml"
+            )
         } else {
-            format!("piton.toml [approve] ask = \"{mode}\"")
+            format!("set `approve = \"never\"` in [tools.{name}] of piton.toml")
         };
         format!(
             "`{name}` was not run: its calls are asked about ({set_by}; {}), and this MCP \
              client cannot be asked: it did not declare the elicitation capability. To allow \
              it, use a client that supports elicitation (form mode) and turn it on, or stop \
-             asking about this tool with `approve = \"never\"` in [tools.{name}] of piton.toml",
+             asking about this tool: {stop}",
             reason.as_str()
         )
     }

@@ -247,11 +247,41 @@ fn never_and_per_tool_modes_are_followed_and_serve_approve_overrides_them() {
     let report = client(
         Target::Stdio(&always),
         "legacy",
-        &[("word_count", json!({"text": "a b"}))],
+        &[
+            ("word_count", json!({"text": "a b"})),
+            create("never-overridden"),
+        ],
+        None,
+    );
+    // The file's `approve = "never"` for `files` is not read under --approve: its
+    // calls are refused too, and the refusal says that only the flag stops the asking.
+    for index in [0, 1] {
+        let text = only_text(call_result(&report, index));
+        for said in [
+            "serve --approve always",
+            "serve this run with `--approve never`",
+            "without `--approve` and with `approve = \"never\"`",
+        ] {
+            assert!(text.contains(said), "{said:?} not in {text}");
+        }
+    }
+    assert!(!setup.data("never-overridden").exists());
+    // Without the flag the fix is the file's line.
+    let report = client(
+        Target::Stdio(&stdio),
+        "legacy",
+        &[(
+            "fs_write",
+            json!({"mode": "write", "op": "write", "path": "/x", "content": "x"}),
+        )],
         None,
     );
     let text = only_text(call_result(&report, 0));
-    assert!(text.contains("serve --approve always"), "{text}");
+    assert!(
+        text.contains("set `approve = \"never\"` in [tools.fs_write] of piton.toml"),
+        "{text}"
+    );
+    assert!(!text.contains("--approve never"), "{text}");
 }
 
 /// One 2026-07-28 round by hand: the result of `tools/call` with `state` and
