@@ -7,6 +7,7 @@
 mod code;
 mod conformance;
 mod consent;
+mod consent_rounds;
 mod inspector;
 mod python_sdk;
 mod upstream_asks;
