@@ -114,6 +114,12 @@ pub(crate) struct Record<'a> {
     /// How the person's consent went: asked, allowed_once, denied, could_not_ask…
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) consent: Option<&'static str>,
+    /// The questions the tool's upstream MCP server asked during the call, and what
+    /// became of each (the first few).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) upstream_questions: Vec<crate::call::notes::UpstreamQuestion>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) upstream_questions_not_listed: u64,
     pub(crate) duration_ms: f64,
     pub(crate) outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -322,6 +328,8 @@ mod tests {
             denials_not_listed: 0,
             approval: Approval::Deny("no".into()),
             consent: None,
+            upstream_questions: Vec::new(),
+            upstream_questions_not_listed: 0,
             duration_ms: 1.5,
             outcome: "ok",
             message: None,

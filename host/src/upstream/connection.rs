@@ -11,15 +11,18 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::ServiceExt as _;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::sync::watch;
 
 use super::convert::content_of;
 use super::handler::{Upstream, http_transport, list_pages};
-use super::relay::Relay;
+use super::relay::{Relay, Sent};
 use super::stderr::Tail;
 use crate::call::CallContext;
 use crate::config::mcp::StdioCommand;
@@ -341,9 +344,10 @@ impl Connection {
             }
         };
         let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args.clone());
-        let mut entered = self.relay.enter(ctx.asker().cloned());
+        let mut entered = self.relay.enter(ctx.asker().cloned(), ctx.notes().clone());
+        let sent = entered.sent();
         let asking = async {
-            let call = peer.call_tool(params);
+            let call = call_tool(&peer, params, &sent);
             tokio::pin!(call);
             loop {
                 tokio::select! {
@@ -391,6 +395,52 @@ impl Connection {
                 self.name,
                 self.timeout.unwrap_or_default()
             )))),
+        }
+    }
+}
+
+/// Sends `params` as a `tools/call` over `peer`, notes its request id in `sent` (so
+/// that the server's questions on its response stream find the call), and gives
+/// the result. Dropped before the answer, it tells the server the request was
+/// cancelled.
+async fn call_tool(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+    sent: &Sent,
+) -> Result<CallToolResult, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    sent.sent(handle.id.clone());
+    let mut abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
+    let answer = handle.await_response().await;
+    abandoned.0 = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => Ok(result),
+        // A result with no content at all.
+        ServerResult::EmptyResult(_) => Ok(CallToolResult::success(Vec::new())),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// A request whose answer is no longer awaited: the server is told, so that it
+/// stops working on it (as rmcp's own `call_tool` does).
+struct Abandoned(Option<(Peer<RoleClient>, RequestId)>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let cancelled = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("request abandoned by the caller".to_owned()),
+                );
+                let _gone = peer.notify_cancelled(cancelled).await;
+            });
         }
     }
 }
