@@ -15,7 +15,7 @@
 //! notes (its audit record and `piton_upstream_questions_total`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, RequestId};
@@ -33,6 +33,9 @@ pub(super) const MAX_QUESTION: usize = 64 * 1024;
 /// How long a question that names a request waits for piton to have noted which
 /// call sent it (the request goes out before its id is noted).
 const NOTED_WITHIN: Duration = Duration::from_secs(2);
+
+const NOT_IN_FLIGHT: &str = "the request it came with is no call of its tools in flight";
+const CANNOT_BE_ASKED: &str = "the client that called its tool cannot be asked";
 
 /// Which outbound request a question came with, as the transport tells it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,12 +83,7 @@ pub(super) struct Entered {
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        let mut calls = self
-            .relay
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        calls.retain(|call| call.key != self.key);
+        self.relay.calls().retain(|call| call.key != self.key);
     }
 }
 
@@ -99,11 +97,7 @@ pub(super) struct Sent {
 impl Sent {
     /// Notes that the call's `tools/call` went out as `id`.
     pub(super) fn sent(&self, id: RequestId) {
-        let mut calls = self
-            .relay
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut calls = self.relay.calls();
         if let Some(call) = calls.iter_mut().find(|call| call.key == self.key) {
             call.request = Some(id);
         }
@@ -125,6 +119,10 @@ struct Unrouted {
 }
 
 impl Relay {
+    fn calls(&self) -> MutexGuard<'_, Vec<InFlight>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Counts a call as in flight until the returned [`Entered`] is dropped; what
     /// becomes of its server's questions goes to `notes`.
     pub(super) fn enter(
@@ -134,8 +132,7 @@ impl Relay {
     ) -> Entered {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(MAX_ASKS);
-        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        calls.push(InFlight {
+        self.calls().push(InFlight {
             key,
             request: None,
             asker: asker.clone(),
@@ -155,30 +152,30 @@ impl Relay {
     /// The call a question from `origin` goes to, or why there is none; `None`
     /// while the call that sent the request may not have noted its id yet.
     fn route(&self, origin: &Origin) -> Option<Result<Routed, Unrouted>> {
-        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let calls = self.calls();
         let routed = |call: &InFlight| match &call.asker {
             Some(_) => Ok(Routed {
                 asks: call.asks.clone(),
                 notes: call.notes.clone(),
             }),
             None => Err(Unrouted {
-                why: "the client that called its tool cannot be asked",
+                why: CANNOT_BE_ASKED,
                 notes: Some(call.notes.clone()),
             }),
         };
+        let unrouted = |why| Some(Err(Unrouted { why, notes: None }));
         if let Origin::Request(id) = origin {
             if let Some(call) = calls.iter().find(|c| c.request.as_ref() == Some(id)) {
                 return Some(routed(call));
             }
-            if calls.iter().any(|call| call.request.is_none()) {
-                return None;
-            }
-            return Some(Err(Unrouted {
-                why: "the request it came with is no call of its tools in flight",
-                notes: None,
-            }));
+            // A call may not have noted its request's id yet.
+            let noting = calls.iter().any(|call| call.request.is_none());
+            return if noting {
+                None
+            } else {
+                unrouted(NOT_IN_FLIGHT)
+            };
         }
-        let unrouted = |why| Some(Err(Unrouted { why, notes: None }));
         let Some(first) = calls.first() else {
             return unrouted("no call of its tools is in flight");
         };
@@ -186,11 +183,11 @@ impl Relay {
             return Some(routed(first));
         }
         let Some(asker) = &first.asker else {
-            return unrouted("the client that called its tool cannot be asked");
+            return unrouted(CANNOT_BE_ASKED);
         };
         for call in &calls[1..] {
             match &call.asker {
-                None => return unrouted("the client that called its tool cannot be asked"),
+                None => return unrouted(CANNOT_BE_ASKED),
                 Some(other) if !Arc::ptr_eq(asker, other) => {
                     return unrouted("calls of its tools from more than one client are in flight");
                 }
@@ -212,7 +209,7 @@ impl Relay {
             }
             if tokio::time::timeout_at(deadline, noted).await.is_err() {
                 return Err(Unrouted {
-                    why: "the request it came with is no call of its tools in flight",
+                    why: NOT_IN_FLIGHT,
                     notes: None,
                 });
             }
@@ -309,10 +306,7 @@ impl Entered {
                 QuestionOutcome::NotPassedOn,
                 format!("it asked more than {MAX_ASKS} questions during one call"),
             )),
-            None => Err((
-                QuestionOutcome::NotPassedOn,
-                "the client that called its tool cannot be asked".to_owned(),
-            )),
+            None => Err((QuestionOutcome::NotPassedOn, CANNOT_BE_ASKED.to_owned())),
             Some(asker) => match asker.elicit(&ask.question).await {
                 Err(error) => Err((QuestionOutcome::NoAnswer, error.to_string())),
                 Ok(value) => serde_json::from_value::<ElicitResult>(value).map_err(|e| {
@@ -393,6 +387,15 @@ mod tests {
             .into_iter()
             .map(|q| (q.outcome, q.why))
             .collect()
+    }
+
+    fn url() -> ElicitRequestParams {
+        ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: "Sign in".into(),
+            url: "https://example.com/".into(),
+            elicitation_id: "1".into(),
+        }
     }
 
     /// Asks `request` of `relay` while `call` is answering in its own task, as
@@ -492,13 +495,7 @@ mod tests {
             ask(&relay, Some(&mut call), form(&long)).await.action,
             decline
         );
-        let url = ElicitRequestParams::UrlElicitationParams {
-            meta: None,
-            message: "Sign in".into(),
-            url: "https://example.com/".into(),
-            elicitation_id: "1".into(),
-        };
-        assert_eq!(ask(&relay, Some(&mut call), url).await.action, decline);
+        assert_eq!(ask(&relay, Some(&mut call), url()).await.action, decline);
         assert!(person.asked.lock().unwrap().is_empty());
         for _ in 0..MAX_ASKS {
             let result = ask(&relay, Some(&mut call), form("Name?")).await;
@@ -580,13 +577,7 @@ mod tests {
         drop(mute);
         let person = Arc::new(Person::default());
         let mut call = relay.enter(Some(person.clone()), notes.clone());
-        let url = ElicitRequestParams::UrlElicitationParams {
-            meta: None,
-            message: "Sign in".into(),
-            url: "https://example.com/".into(),
-            elicitation_id: "1".into(),
-        };
-        ask(&relay, Some(&mut call), url).await;
+        ask(&relay, Some(&mut call), url()).await;
         ask(&relay, Some(&mut call), form("Name?")).await;
         let noted = noted(&notes);
         assert_eq!(
