@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::allow::Allowances;
 use super::form::{args_digest, grants_digest, grants_shown};
 use super::policy::{AskMode, AskReason, asks};
-use super::question::Shown;
+use super::question::{CHOICE, Shown};
 use super::state::{Sealer, StateError, Subject};
 use crate::call::{Elicit, Question};
 use crate::grants::{Capabilities, Grants};
@@ -20,8 +20,6 @@ use crate::tool::{Args, Tool};
 /// The key of piton's question among a 2026-07-28 result's `inputRequests`, and of
 /// the answer among the retry's `inputResponses`.
 pub const QUESTION_KEY: &str = "piton_approval";
-/// The form's one field.
-pub const CHOICE: &str = "decision";
 
 /// How the client of one call can be asked.
 pub enum Channel<'a> {

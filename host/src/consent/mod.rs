@@ -12,10 +12,13 @@ pub mod form;
 mod keeper;
 pub mod policy;
 mod question;
+#[cfg(test)]
+mod question_tests;
 pub mod state;
 
 pub use crate::call::{Elicit, ElicitError, Question};
-pub use ask::{CHOICE, Channel, Consent, Outcome, QUESTION_KEY, Verdict};
+pub use ask::{Channel, Consent, Outcome, QUESTION_KEY, Verdict};
 pub use keeper::{Keeper, KeyError};
 pub use policy::{AskMode, AskReason};
+pub use question::CHOICE;
 pub use state::{ApprovalKey, Sealer, StateError, Subject};
