@@ -34,6 +34,13 @@ Built with `mcp.server.mcpserver.MCPServer`. Its tools, exactly:
   carriage return, a paragraph separator (U+2029), NEL (U+0085) and bidi marks bring in
   lines that look like piton's own ("Granted for this call: nothing ..."). Read-only
   annotations like `add`.
+- `welcome()`: asks its client the same question as `greet` through the SDK's
+  resolver (`Resolve(ask_name)` returning `Elicit`): on 2026-07-28 the call answers
+  an `input_required` result holding the `elicitation/create` request, and the retry
+  carrying the answer and the server's sealed `requestState` gives the text; on
+  2025-11-25 it is asked mid-call like `greet`. The text is "welcome <name>",
+  "declined" or "cancelled", then the protocol revision of the call: " (on
+  2026-07-28)". Read-only annotations like `add`.
 
 Only `structured` has an output schema or structuredContent: the others are plain text
 tools (content is one text block). Arguments that do not fit the input schema give
@@ -48,7 +55,15 @@ import os
 import sys
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    DeclinedElicitation,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
@@ -143,6 +158,20 @@ async def greet(ctx: Context, times: int = 1, together: int = 1) -> str:
         else:
             answers.append(f"{result.action}d" if result.action == "decline" else "cancelled")
     return "; ".join(answers)
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+def welcome(ctx: Context, answer: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -> str:
+    """Ask the client for a name (on 2026-07-28 with input_required), and welcome it."""
+    if isinstance(answer, AcceptedElicitation):
+        text = f"welcome {answer.data.name}"
+    else:
+        text = "declined" if isinstance(answer, DeclinedElicitation) else "cancelled"
+    return f"{text} (on {ctx.protocol_version})"
 
 
 FORGED = (

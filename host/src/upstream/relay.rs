@@ -253,23 +253,7 @@ async fn forward(
     request: ElicitRequestParams,
     call: &mpsc::Sender<Ask>,
 ) -> Result<ElicitResult, String> {
-    let ElicitRequestParams::FormElicitationParams {
-        message,
-        requested_schema,
-        ..
-    } = request
-    else {
-        return Err("piton passes on forms only, not URLs".into());
-    };
-    let schema = serde_json::to_value(&requested_schema).map_err(|e| e.to_string())?;
-    let size = serde_json::to_string(&schema).map_or(usize::MAX, |s| s.len());
-    if message.len() > MAX_QUESTION || size > MAX_QUESTION {
-        return Err(format!("its message or form is over {MAX_QUESTION} bytes"));
-    }
-    let question = Question {
-        message: format!("MCP server `{server}` asks: {}", one_line(&message)),
-        schema,
-    };
+    let question = question_of(server, request)?;
     let (answer, answered) = oneshot::channel();
     call.try_send(Ask { question, answer })
         .map_err(|error| match error {
@@ -289,6 +273,28 @@ async fn forward(
     }
 }
 
+/// `request` from `server` as it is put to the person, with the server's name on
+/// it; or why it is not passed on.
+pub(super) fn question_of(server: &str, request: ElicitRequestParams) -> Result<Question, String> {
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        return Err("piton passes on forms only, not URLs".into());
+    };
+    let schema = serde_json::to_value(&requested_schema).map_err(|e| e.to_string())?;
+    let size = serde_json::to_string(&schema).map_or(usize::MAX, |s| s.len());
+    if message.len() > MAX_QUESTION || size > MAX_QUESTION {
+        return Err(format!("its message or form is over {MAX_QUESTION} bytes"));
+    }
+    Ok(Question {
+        message: format!("MCP server `{server}` asks: {}", one_line(&message)),
+        schema,
+    })
+}
+
 impl Entered {
     /// Where the call's request id is to be noted.
     pub(super) fn sent(&self) -> Sent {
@@ -300,6 +306,13 @@ impl Entered {
 
     /// Puts `ask` to the call's person and sends back their answer.
     pub(super) async fn answer(&mut self, ask: Ask) {
+        let answer = self.put(ask.question).await;
+        let _gone = ask.answer.send(answer);
+    }
+
+    /// Puts `question` to the call's person: their answer, or why there is none.
+    /// Either is noted in the call's notes.
+    pub(super) async fn put(&mut self, question: Question) -> Result<ElicitResult, String> {
         self.asked += 1;
         let answer = match &self.asker {
             _ if self.asked > MAX_ASKS => Err((
@@ -307,7 +320,7 @@ impl Entered {
                 format!("it asked more than {MAX_ASKS} questions during one call"),
             )),
             None => Err((QuestionOutcome::NotPassedOn, CANNOT_BE_ASKED.to_owned())),
-            Some(asker) => match asker.elicit(&ask.question).await {
+            Some(asker) => match asker.elicit(&question).await {
                 Err(error) => Err((QuestionOutcome::NoAnswer, error.to_string())),
                 Ok(value) => serde_json::from_value::<ElicitResult>(value).map_err(|e| {
                     (
@@ -317,7 +330,7 @@ impl Entered {
                 }),
             },
         };
-        let answer = match answer {
+        match answer {
             Ok(result) => {
                 let outcome = match result.action {
                     ElicitationAction::Accept => QuestionOutcome::Accepted,
@@ -331,72 +344,22 @@ impl Entered {
                 self.notes.upstream_question(outcome, Some(&why));
                 Err(why)
             }
-        };
-        let _gone = ask.answer.send(answer);
+        }
+    }
+
+    /// Notes that a question of the call was not passed on, and why.
+    pub(super) fn not_passed_on(&self, why: &str) {
+        self.notes
+            .upstream_question(QuestionOutcome::NotPassedOn, Some(why));
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::ElicitationSchema;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
-    use crate::call::ElicitError;
-
-    /// Answers every question with accept and `{"name": "Ada"}`, keeping what it
-    /// was asked.
-    #[derive(Default)]
-    struct Person {
-        asked: Mutex<Vec<Question>>,
-    }
-
-    #[async_trait::async_trait]
-    impl Elicit for Person {
-        async fn elicit(&self, question: &Question) -> Result<Value, ElicitError> {
-            self.asked.lock().unwrap().push(question.clone());
-            Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
-        }
-    }
-
-    fn form(message: &str) -> ElicitRequestParams {
-        let schema: ElicitationSchema = serde_json::from_value(json!({
-            "type": "object",
-            "properties": {"name": {"type": "string"}},
-            "required": ["name"],
-        }))
-        .unwrap();
-        ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: message.to_owned(),
-            requested_schema: schema,
-        }
-    }
-
-    fn notes() -> Arc<Notes> {
-        let notes = Arc::new(Notes::default());
-        notes.keep_details(true);
-        notes
-    }
-
-    /// What `notes` say of the questions: outcome words, and why.
-    fn noted(notes: &Notes) -> Vec<(QuestionOutcome, Option<String>)> {
-        notes
-            .take()
-            .questions
-            .into_iter()
-            .map(|q| (q.outcome, q.why))
-            .collect()
-    }
-
-    fn url() -> ElicitRequestParams {
-        ElicitRequestParams::UrlElicitationParams {
-            meta: None,
-            message: "Sign in".into(),
-            url: "https://example.com/".into(),
-            elicitation_id: "1".into(),
-        }
-    }
+    use crate::upstream::testing::{Person, form, noted, notes, url};
 
     /// Asks `request` of `relay` while `call` is answering in its own task, as
     /// Connection::call does, and gives the answer.

@@ -11,6 +11,7 @@ mod consent_rounds;
 mod inspector;
 mod python_sdk;
 mod upstream_asks;
+mod upstream_rounds;
 mod upstreams;
 
 use std::ffi::OsStr;
@@ -121,6 +122,7 @@ pub(crate) fn piton_bin() -> &'static str {
 }
 
 /// Where `tests/peers/client.py` connects.
+#[derive(Clone, Copy)]
 pub(crate) enum Target<'a> {
     /// Streamable HTTP at this URL.
     Url(&'a str),

@@ -19,7 +19,7 @@ use crate::support::plugins_folder;
 
 /// A plugins folder with word_count and the Python server as `[mcp.py]`, and the
 /// audit log its piton.toml names.
-struct Folder {
+pub(super) struct Folder {
     dir: tempfile::TempDir,
     logs: tempfile::TempDir,
 }
@@ -31,7 +31,7 @@ impl Folder {
 
     /// The `upstream_questions` outcomes of each audit record of `tool`, in the log's
     /// order, once there are `n` records of it (or after 20 s, those there are).
-    fn questions(&self, tool: &str, n: usize) -> Vec<Vec<String>> {
+    pub(super) fn questions(&self, tool: &str, n: usize) -> Vec<Vec<String>> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
             let text =
@@ -61,10 +61,15 @@ impl Folder {
 }
 
 fn folder() -> Folder {
+    folder_with("")
+}
+
+/// As [`folder`], with `more` lines in the `[mcp.py]` section.
+pub(super) fn folder_with(more: &str) -> Folder {
     let dir = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
     let logs = tempfile::tempdir().expect("a log folder");
     let config = format!(
-        "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n[audit]\nto = {:?}\n",
+        "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n{more}[audit]\nto = {:?}\n",
         peers().python().display().to_string(),
         peers_file("py_server.py").display().to_string(),
         logs.path().join("audit.log"),
@@ -75,7 +80,7 @@ fn folder() -> Folder {
 
 /// `piton serve --approve never` over stdio and over HTTP, each given to `check`
 /// with its name; the HTTP server, for its metrics.
-fn each_target(dir: &Folder, mut check: impl FnMut(Target<'_>, &str)) -> HttpServer {
+pub(super) fn each_target(dir: &Folder, mut check: impl FnMut(Target<'_>, &str)) -> HttpServer {
     let stdio = [
         OsStr::new(piton_bin()),
         OsStr::new("serve"),
@@ -93,7 +98,7 @@ fn each_target(dir: &Folder, mut check: impl FnMut(Target<'_>, &str)) -> HttpSer
 
 /// `piton_upstream_questions_total{tool, outcome}` of the server at `url`; 0 when
 /// absent.
-fn counted(url: &str, tool: &str, outcome: &str) -> f64 {
+pub(super) fn counted(url: &str, tool: &str, outcome: &str) -> f64 {
     let metrics = super::consent::metrics(url);
     crate::observe::metric(
         &metrics,
@@ -105,7 +110,7 @@ fn counted(url: &str, tool: &str, outcome: &str) -> f64 {
 
 /// `records`, each sorted, sorted: what became of the questions, whatever the
 /// order the two servers wrote their records in.
-fn sorted(mut records: Vec<Vec<String>>) -> Vec<Vec<String>> {
+pub(super) fn sorted(mut records: Vec<Vec<String>>) -> Vec<Vec<String>> {
     for record in &mut records {
         record.sort();
     }
@@ -113,7 +118,7 @@ fn sorted(mut records: Vec<Vec<String>>) -> Vec<Vec<String>> {
     records
 }
 
-fn words(records: &[&[&str]]) -> Vec<Vec<String>> {
+pub(super) fn words(records: &[&[&str]]) -> Vec<Vec<String>> {
     sorted(
         records
             .iter()
@@ -122,7 +127,7 @@ fn words(records: &[&[&str]]) -> Vec<Vec<String>> {
     )
 }
 
-fn asked(report: &Value) -> &[Value] {
+pub(super) fn asked(report: &Value) -> &[Value] {
     report["asked"].as_array().map_or(&[], Vec::as_slice)
 }
 
@@ -130,7 +135,7 @@ fn greet(times: u32) -> (&'static str, Value) {
     ("py__greet", json!({"times": times}))
 }
 
-const QUESTION: &str = "MCP server `py` asks: What is your name?";
+pub(super) const QUESTION: &str = "MCP server `py` asks: What is your name?";
 
 #[test]
 fn an_upstream_question_reaches_the_caller_with_its_name_and_the_answer_goes_back() {
@@ -412,7 +417,7 @@ fn an_upstream_may_ask_four_questions_per_call_and_no_more() {
 
 /// py_server.py over Streamable HTTP on a free port, killed on drop, and a plugins
 /// folder whose piton.toml reaches it as `[mcp.py]`.
-fn http_upstream() -> (crate::support::Running, tempfile::TempDir) {
+pub(super) fn http_upstream(more: &str) -> (crate::support::Running, tempfile::TempDir) {
     let port = crate::replicas::free_port();
     let child = std::process::Command::new(peers().python())
         .arg(peers_file("py_server.py"))
@@ -432,14 +437,15 @@ fn http_upstream() -> (crate::support::Running, tempfile::TempDir) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let dir = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
-    let config = format!("[mcp.py]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"120s\"\n");
+    let config =
+        format!("[mcp.py]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"120s\"\n{more}");
     std::fs::write(dir.path().join("piton.toml"), config).expect("piton.toml written");
     (server, dir)
 }
 
 #[test]
 fn two_callers_of_one_http_upstream_each_get_their_own_question_and_answer() {
-    let (_upstream, dir) = http_upstream();
+    let (_upstream, dir) = http_upstream("");
     let server = HttpServer::start(dir.path());
     for mode in ["legacy", "2026-07-28"] {
         // Each call of greet waits in the server until both are in, then asks: both
