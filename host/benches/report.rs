@@ -109,6 +109,11 @@ const TABLES: &[Table] = &[
                 then: Some("≤ 5x"),
             },
             Row {
+                label: "what the consent policy (`not-read-only`, as `serve` follows it) adds to a read-only native call it does not ask about",
+                cells: &[&["call/native_with_consent_added"]],
+                then: Some("≤ 1 µs"),
+            },
+            Row {
                 label: "a Python tool (`word_count`) over MCP stdio, raw JSON-RPC lines: piton",
                 cells: &[&["python/piton_median", "python/piton_p99"]],
                 then: Some(""),
@@ -562,6 +567,8 @@ fn self_check() {
         "\n\n",
         r#"{"bench":"langs","key":"python_size","value":19968,"unit":"KiB","load":2.0}"#,
         "\n",
+        r#"{"bench":"call","key":"native_with_consent_added","value":212.4,"unit":"ns","load":2.0}"#,
+        "\n",
     ))
     .unwrap_or_else(|e| panic!("the built-in record parses: {e}"));
     let readme = "# T\n\nbefore\n<!-- bench:speed -->\nSTALE TABLE\n<!-- /bench:speed -->\n\
@@ -585,6 +592,10 @@ fn self_check() {
         "the later line wins: {out}"
     );
     assert!(out.contains("| Python | 19.5 MiB |"), "{out}");
+    assert!(
+        out.contains("does not ask about | 212 ns | ≤ 1 µs |"),
+        "the consent policy's cost: {out}"
+    );
     assert!(out.contains("load average 1.25–2.00"), "{out}");
     assert!(out.contains("commit abc1234"), "{out}");
     assert!(missing.contains(&"call/fresh_p99") && !missing.contains(&"call/fresh_median"));
