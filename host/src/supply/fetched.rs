@@ -4,6 +4,8 @@
 use std::path::Path;
 
 use crate::limits::format_size;
+use crate::supply::handshake::{RealmRefusal, TokenProblem};
+use crate::supply::login::{ConfigUnused, LoginError};
 
 /// How a fetch is bounded: piton.toml's `[supply]` table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +134,10 @@ pub enum FetchProblem {
     #[error("the registry: {0}")]
     Registry(String),
     /// The registry asks for a login, or refused the one given.
-    #[error("{}", login_message(.registry, *.status, .login.as_deref(), .helper.as_deref()))]
+    #[error(
+        "{}",
+        login_message(.registry, *.status, .login.as_deref(), .helper.as_deref(), .unused.as_ref())
+    )]
     Login {
         /// `HOST[:PORT]`.
         registry: String,
@@ -142,10 +147,30 @@ pub enum FetchProblem {
         login: Option<String>,
         /// The credential helper Docker keeps its login for the registry in, if any.
         helper: Option<String>,
+        /// Why Docker's config.json was not read for a login, if so.
+        unused: Option<ConfigUnused>,
     },
-    /// The login for a registry cannot be read.
-    #[error("cannot read the registry login: {0}")]
-    Credentials(String),
+    /// The login in the environment cannot be used.
+    #[error("cannot use the registry login: {0}")]
+    Credentials(#[from] LoginError),
+    /// The registry names a token service the login is not sent to.
+    #[error(
+        "{registry} asks for the login of {login} to be sent to {realm} for a token, and \
+         {refusal}; piton did not send it"
+    )]
+    TokenRealm {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// The token service's URL, as the registry gave it.
+        realm: String,
+        /// `user (from WHERE)`.
+        login: String,
+        /// Why it was not sent.
+        refusal: RealmRefusal,
+    },
+    /// The token service's answer is no token.
+    #[error("the registry: {0}")]
+    Token(TokenProblem),
     /// A local file that cannot be read.
     #[error("cannot read it: {0}")]
     Read(#[source] std::io::Error),
@@ -155,7 +180,13 @@ pub enum FetchProblem {
 }
 
 /// What [`FetchProblem::Login`] says.
-fn login_message(registry: &str, status: u16, login: Option<&str>, helper: Option<&str>) -> String {
+fn login_message(
+    registry: &str,
+    status: u16,
+    login: Option<&str>,
+    helper: Option<&str>,
+    unused: Option<&ConfigUnused>,
+) -> String {
     match login {
         Some(who) => format!(
             "{registry} refused the login of {who} (HTTP {status}): check the user name and \
@@ -168,10 +199,12 @@ fn login_message(registry: &str, status: u16, login: Option<&str>, helper: Optio
                      program piton does not run)"
                 )
             });
+            let unused = unused.map_or_else(String::new, |unused| format!(" ({unused})"));
             format!(
                 "{registry} asks for a login (HTTP {status}){helper}: set \
-                 PITON_REGISTRY_USERNAME and PITON_REGISTRY_PASSWORD, or log in with `docker \
-                 login {registry}` (piton reads Docker's config.json)"
+                 PITON_REGISTRY_USERNAME and PITON_REGISTRY_PASSWORD, with \
+                 PITON_REGISTRY_HOST={registry}, or log in with `docker login {registry}` \
+                 (piton reads Docker's config.json){unused}"
             )
         }
     }
