@@ -154,12 +154,15 @@ pub fn not_recorded(files: &[std::path::PathBuf], lock: &Lock) -> Vec<String> {
             name.is_some_and(|name| lock.by_file(name).is_none())
         })
         .map(|file| {
-            format!(
+            // A file's name is anyone's: escaped, it cannot forge log lines or drive
+            // the terminal that shows them.
+            let line = format!(
                 "{}: not recorded in piton.lock (copied by hand): it loads with whatever \
                  bytes it has; {}",
                 file.display(),
                 how_to_record(file)
-            )
+            );
+            crate::term::escape(&line, false).into_owned()
         })
         .collect()
 }
@@ -221,5 +224,23 @@ mod tests {
             Some("piton add '/my tools/x.wasm' --force --plugins '/my tools'")
         );
         assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn a_file_name_that_would_drive_a_terminal_is_logged_escaped() {
+        let files = [std::path::PathBuf::from(
+            "/srv/plugins/x\u{1b}]52;c;cm0gLXJmIH4=\u{7}\nINFO forged.wasm",
+        )];
+        let lines = not_recorded(&files, &Lock::default());
+        assert_eq!(lines.len(), 1);
+        let line = &lines[0];
+        assert!(
+            !line.chars().any(|c| c.is_control()),
+            "a control character is logged raw: {line:?}"
+        );
+        assert!(
+            line.contains(r"x\e]52;c;cm0gLXJmIH4=\x07\nINFO forged.wasm"),
+            "{line}"
+        );
     }
 }
