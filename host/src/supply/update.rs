@@ -170,15 +170,17 @@ async fn old_profile(
         tools: Vec::new(),
         imports: Default::default(),
     };
-    let found = match std::fs::read(file) {
-        Ok(bytes) => Digest::of(&bytes).to_string(),
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
         Err(error) => return (empty, Some(error.to_string())),
     };
+    let found = Digest::of(&bytes).to_string();
     if found != recorded {
         let why = format!("its bytes are {found}, not the {recorded} piton.lock records");
         return (empty, Some(why));
     }
-    match Profile::of_file(file, runtime).await {
+    // The bytes hashed, not the file read again: it may have changed since.
+    match Profile::of_bytes(file, bytes, runtime).await {
         Ok(profile) => (profile, None),
         Err(error) => (empty, Some(error.to_string())),
     }
