@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use crate::limits::format_size;
-use crate::supply::handshake::{RealmRefusal, TokenProblem};
 use crate::supply::login::{ConfigUnused, LoginError};
 
 /// How a fetch is bounded: piton.toml's `[supply]` table.
@@ -136,7 +135,7 @@ pub enum FetchProblem {
     /// The registry asks for a login, or refused the one given.
     #[error(
         "{}",
-        login_message(.registry, *.status, .login.as_deref(), .helper.as_deref(), .unused.as_ref())
+        login_message(.registry, *.status, .login.as_deref(), .helper.as_deref(), .unused.as_deref())
     )]
     Login {
         /// `HOST[:PORT]`.
@@ -147,8 +146,9 @@ pub enum FetchProblem {
         login: Option<String>,
         /// The credential helper Docker keeps its login for the registry in, if any.
         helper: Option<String>,
-        /// Why Docker's config.json was not read for a login, if so.
-        unused: Option<ConfigUnused>,
+        /// Why Docker's config.json was not read for a login, if so (boxed: rare, and
+        /// every fetch result carries this error's size).
+        unused: Option<Box<ConfigUnused>>,
     },
     /// The login in the environment cannot be used.
     #[error("cannot use the registry login: {0}")]
@@ -228,4 +228,36 @@ pub(crate) fn readable(builder: &mut tempfile::Builder<'_, '_>) {
     }
     #[cfg(not(unix))]
     let _ = builder;
+}
+
+/// Why a login is not sent to a token service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RealmRefusal {
+    /// Neither HTTP nor HTTPS.
+    #[error("it is not an HTTPS URL")]
+    Scheme,
+    /// Plain HTTP to a host that is not loopback: anyone on the way reads it.
+    #[error("it is plain HTTP off loopback, which anyone on the way could read")]
+    PlainHttp,
+    /// Another host (or port) than the registry's, not named.
+    #[error(
+        "it is on another host than the registry: if you trust that host with the login, \
+         name it (HOST or HOST:PORT) in PITON_REGISTRY_TOKEN_HOSTS"
+    )]
+    OtherHost,
+}
+
+/// A token service's answer that is no token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenProblem {
+    /// The realm is not a URL.
+    #[error("the registry names a token service that is not a URL")]
+    Realm,
+    /// Not JSON with `token` or `access_token`.
+    #[error("its token service answered something that is not a token")]
+    NotAToken,
+    /// A token that cannot go in a header.
+    #[error("its token service gave a token that cannot be sent in a header")]
+    NotAHeader,
 }

@@ -20,7 +20,7 @@ use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
 use serde::Deserialize;
 
-use crate::supply::fetched::FetchProblem;
+use crate::supply::fetched::{FetchProblem, RealmRefusal, TokenProblem};
 use crate::supply::http::Http;
 use crate::supply::login::{Found, server_of};
 use crate::supply::reference::{OciRef, is_loopback};
@@ -98,38 +98,6 @@ enum Challenge {
 pub(crate) enum Operation {
     Pull,
     Push,
-}
-
-/// Why a login is not sent to a token service.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RealmRefusal {
-    /// Neither HTTP nor HTTPS.
-    #[error("it is not an HTTPS URL")]
-    Scheme,
-    /// Plain HTTP to a host that is not loopback: anyone on the way reads it.
-    #[error("it is plain HTTP off loopback, which anyone on the way could read")]
-    PlainHttp,
-    /// Another host (or port) than the registry's, not named.
-    #[error(
-        "it is on another host than the registry: if you trust that host with the login, \
-         name it (HOST or HOST:PORT) in PITON_REGISTRY_TOKEN_HOSTS"
-    )]
-    OtherHost,
-}
-
-/// A token service's answer that is no token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenProblem {
-    /// The realm is not a URL.
-    #[error("the registry names a token service that is not a URL")]
-    Realm,
-    /// Not JSON with `token` or `access_token`.
-    #[error("its token service answered something that is not a token")]
-    NotAToken,
-    /// A token that cannot go in a header.
-    #[error("its token service gave a token that cannot be sent in a header")]
-    NotAHeader,
 }
 
 /// Asks `oci`'s registry what it wants for `operation` and gets it, with the login

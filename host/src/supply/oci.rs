@@ -81,7 +81,7 @@ fn login_problem(oci: &OciRef, status: u16, found: &Found) -> FetchProblem {
         status,
         login: found.login.as_ref().map(Login::who),
         helper: found.helper.clone(),
-        unused: found.unused.clone(),
+        unused: found.unused.clone().map(Box::new),
     }
 }
 
