@@ -7,15 +7,16 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::pins::Sha256;
+use crate::config::pins::{Pin, PinnedBy, Sha256};
+use crate::error::LoadErrorKind;
 use crate::supply::fetch::fetch;
 use crate::supply::fetched::{FetchError, FetchLimits, Fetched};
 use crate::supply::lock::{Lock, LockEntry, LockError, check_name};
 use crate::supply::reference::{RefError, Reference};
 use crate::supply::signatures::{self, TrustError};
 use crate::supply::trust::TrustPolicy;
-use crate::wasm::WasmRuntime;
 use crate::wasm::check::Checked;
+use crate::wasm::{LoadFrom, WasmRuntime};
 
 /// How to add components to one plugins folder.
 #[derive(Clone, Debug)]
@@ -95,6 +96,14 @@ pub enum AddError {
         /// The reference.
         reference: String,
         /// Why, as `piton check` says it.
+        why: String,
+    },
+    /// The fetched file changed between the fetch and the check.
+    #[error("{reference}: {why}; nothing was added")]
+    Changed {
+        /// The reference.
+        reference: String,
+        /// What changed, naming both digests.
         why: String,
     },
     /// Its signatures could not be had, or the trust policy refused them.
@@ -272,14 +281,32 @@ impl Add {
     }
 
     /// Checks the fetched component as `piton check` does: in instances with no
-    /// capabilities, but its code runs; call [`Add::trust`] first.
+    /// capabilities, but its code runs; call [`Add::trust`] first. The bytes checked
+    /// must be the ones fetched (and trusted): a temporary file changed since is
+    /// refused before any of it runs.
     pub async fn check(&self, fetched: &Fetched, given: &str) -> Result<Checked, AddError> {
+        let fail = |why: String| AddError::Check {
+            reference: given.to_owned(),
+            why,
+        };
+        let sha256 = Sha256::parse(&fetched.sha256).map_err(|e| fail(e.to_string()))?;
+        let pin = Pin {
+            sha256,
+            section: given.to_owned(),
+            by: PinnedBy::Checked {
+                by: "the fetch".to_owned(),
+            },
+        };
+        let what = LoadFrom::File(fetched.temp.path().to_path_buf());
         self.runtime
-            .check_file(fetched.temp.path())
+            .check_pinned(what, Some(&pin))
             .await
-            .map_err(|e| AddError::Check {
-                reference: given.to_owned(),
-                why: e.kind.to_string(),
+            .map_err(|e| match e.kind {
+                kind @ LoadErrorKind::Changed { .. } => AddError::Changed {
+                    reference: given.to_owned(),
+                    why: kind.to_string(),
+                },
+                kind => fail(kind.to_string()),
             })
     }
 
@@ -341,4 +368,45 @@ pub fn remove(folder: &Path, lock_file: &Path, name: &str) -> Result<LockEntry, 
     }
     lock.save(lock_file)?;
     Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::wasm::RuntimeConfig;
+
+    #[tokio::test]
+    async fn the_check_compiles_only_the_bytes_fetched() {
+        let fetched_bytes = crate::plugins::bundled_bytes("word-count").expect("bundled");
+        let swapped = crate::plugins::bundled_bytes("read-file").expect("bundled");
+        // The temporary file holds other bytes than the fetch hashed (swapped in
+        // since): they must not be checked, that is, run.
+        let mut temp = tempfile::NamedTempFile::new().expect("temp file");
+        temp.write_all(swapped).expect("write");
+        let fetched = Fetched {
+            temp,
+            sha256: crate::supply::trust::Digest::of(fetched_bytes).hex(),
+            size: fetched_bytes.len() as u64,
+            resolved: None,
+        };
+        let runtime = WasmRuntime::new(RuntimeConfig {
+            cache_dir: None,
+            ..RuntimeConfig::default()
+        })
+        .expect("a runtime");
+        let folder = tempfile::tempdir().expect("temp dir");
+        let add = Add::new(
+            runtime,
+            folder.path().to_path_buf(),
+            folder.path().join("piton.lock"),
+            TrustPolicy::default(),
+        );
+        let Err(error) = add.check(&fetched, "./x.wasm").await else {
+            panic!("checked bytes that are not the ones fetched");
+        };
+        let text = error.to_string();
+        assert!(text.contains(&fetched.digest()), "{text}");
+    }
 }

@@ -9,6 +9,10 @@
 //!   (`FILE.wasm.sigstore.json`) verifies over its bytes; under `signed` the bundle
 //!   must be there, under `pinned` and `any` a file with none loads.
 //!
+//! A hand-copied file whose bundle verified loads only with the bytes verified: the
+//! engine reads the file again to compile it, and a file swapped in between is
+//! refused (see [`Judged::Verified`]).
+//!
 //! Whatever `require` says, a signature that is there must verify, as at `piton add`:
 //! a refusal names the signers expected and the one found. A signature counts for
 //! nothing only when the policy names no key or identity for the source (there is
@@ -18,6 +22,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use sha2::Digest as _;
+
+use crate::config::pins::{Pin, PinnedBy, Sha256};
+
 use super::lock::{Lock, check_name};
 use super::signatures::bundle_beside;
 use super::trust::{self, Artifact, Require, Rule, SignatureMaterial, Signer, TrustPolicy};
@@ -25,27 +33,45 @@ use super::trust::{self, Artifact, Require, Rule, SignatureMaterial, Signer, Tru
 /// The most bytes of a bundle read at load.
 const MAX_BUNDLE: u64 = 1 << 20;
 
-/// The files of `files` (in the plugins folder that `lock` records) that `policy`
-/// refuses, by file name, each with why.
-pub fn refused(
+/// What the trust policy found for one file at load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// Refused, and why.
+    Refused(String),
+    /// A bundle beside it verified over bytes of this digest: the file loads only
+    /// with those bytes (a file swapped after the check is refused, not compiled).
+    Verified(Pin),
+}
+
+/// What `policy` found for each file of `files` (in the plugins folder that `lock`
+/// records), by file name: files it has nothing to say about are left out.
+pub fn judge(
     files: &[std::path::PathBuf],
     lock: &Lock,
     policy: &TrustPolicy,
-) -> BTreeMap<String, String> {
-    let mut refused = BTreeMap::new();
+) -> BTreeMap<String, Judged> {
+    let mut judged = BTreeMap::new();
     for file in files {
         let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let why = match lock.by_file(name) {
-            Some((added, entry)) => recorded(policy, added, &entry.source, entry.signer.as_deref()),
+        let found = match lock.by_file(name) {
+            Some((added, entry)) => {
+                recorded(policy, added, &entry.source, entry.signer.as_deref()).map(|()| None)
+            }
             None => beside(policy, file, &file.to_string_lossy()),
         };
-        if let Err(why) = why {
-            refused.insert(name.to_owned(), why);
+        match found {
+            Ok(None) => {}
+            Ok(Some(pin)) => {
+                judged.insert(name.to_owned(), Judged::Verified(pin));
+            }
+            Err(why) => {
+                judged.insert(name.to_owned(), Judged::Refused(why));
+            }
         }
     }
-    refused
+    judged
 }
 
 /// Whether a signature can count for `rule`: it names a key or an identity, or it
@@ -103,12 +129,13 @@ fn recorded(
     }
 }
 
-/// Whether the bundle beside `file` (copied by hand), if any, verifies over its bytes.
-fn beside(policy: &TrustPolicy, file: &Path, source: &str) -> Result<(), String> {
+/// Whether the bundle beside `file` (copied by hand), if any, verifies over its bytes;
+/// when one did, the pin of those bytes.
+fn beside(policy: &TrustPolicy, file: &Path, source: &str) -> Result<Option<Pin>, String> {
     use std::io::Read as _;
     let rule = policy.rule_for(source);
     if !checks_signatures(&rule) {
-        return Ok(());
+        return Ok(None);
     }
     let bundle_file = bundle_beside(source);
     let mut bundle = Vec::new();
@@ -124,24 +151,32 @@ fn beside(policy: &TrustPolicy, file: &Path, source: &str) -> Result<(), String>
     };
     // Unsigned, where no signature is required: nothing to check, nothing to read.
     if materials.is_empty() && rule.require != Require::Signed {
-        return Ok(());
+        return Ok(None);
     }
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?;
-    trust::verify(policy, source, Artifact::File(&bytes), &materials)
-        .map(|_| ())
-        .map_err(|e| {
-            if rule.require == Require::Signed {
-                format!(
-                    "refused: {e}; a file copied by hand is signed by a bundle beside it \
-                     ({bundle_file}), or added with `piton add`"
-                )
-            } else {
-                format!(
-                    "refused: {e}; a signature beside a file ({bundle_file}) must verify: \
-                     sign it again with a key piton.toml trusts, or `piton add` it"
-                )
-            }
-        })
+    trust::verify(policy, source, Artifact::File(&bytes), &materials).map_err(|e| {
+        if rule.require == Require::Signed {
+            format!(
+                "refused: {e}; a file copied by hand is signed by a bundle beside it \
+                 ({bundle_file}), or added with `piton add`"
+            )
+        } else {
+            format!(
+                "refused: {e}; a signature beside a file ({bundle_file}) must verify: \
+                 sign it again with a key piton.toml trusts, or `piton add` it"
+            )
+        }
+    })?;
+    // The engine reads the file again to compile it: it must read these bytes.
+    let sha256 = Sha256::parse(&hex::encode(sha2::Sha256::digest(&bytes)))
+        .map_err(|e| format!("refused: {e}"))?;
+    Ok(Some(Pin {
+        sha256,
+        section: source.to_owned(),
+        by: PinnedBy::Checked {
+            by: format!("the signature beside it ({bundle_file})"),
+        },
+    }))
 }
 
 /// For each file of `files` that `lock` does not record (copied by hand): a line
@@ -154,12 +189,15 @@ pub fn not_recorded(files: &[std::path::PathBuf], lock: &Lock) -> Vec<String> {
             name.is_some_and(|name| lock.by_file(name).is_none())
         })
         .map(|file| {
-            format!(
+            // A file's name is anyone's: escaped, it cannot forge log lines or drive
+            // the terminal that shows them.
+            let line = format!(
                 "{}: not recorded in piton.lock (copied by hand): it loads with whatever \
                  bytes it has; {}",
                 file.display(),
                 how_to_record(file)
-            )
+            );
+            crate::term::escape(&line, false).into_owned()
         })
         .collect()
 }
@@ -221,5 +259,23 @@ mod tests {
             Some("piton add '/my tools/x.wasm' --force --plugins '/my tools'")
         );
         assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn a_file_name_that_would_drive_a_terminal_is_logged_escaped() {
+        let files = [std::path::PathBuf::from(
+            "/srv/plugins/x\u{1b}]52;c;cm0gLXJmIH4=\u{7}\nINFO forged.wasm",
+        )];
+        let lines = not_recorded(&files, &Lock::default());
+        assert_eq!(lines.len(), 1);
+        let line = &lines[0];
+        assert!(
+            !line.chars().any(|c| c.is_control()),
+            "a control character is logged raw: {line:?}"
+        );
+        assert!(
+            line.contains(r"x\e]52;c;cm0gLXJmIH4=\x07\nINFO forged.wasm"),
+            "{line}"
+        );
     }
 }

@@ -73,16 +73,7 @@ impl Http {
         headers: HeaderMap,
         head: bool,
     ) -> Result<reqwest::Response, FetchProblem> {
-        let request = if head {
-            self.client.head(url)
-        } else {
-            self.client.get(url)
-        };
-        let response = request
-            .headers(headers)
-            .send()
-            .await
-            .map_err(|e| problem_of(url, &e))?;
+        let response = self.answer(url, headers, head).await?;
         let status = response.status();
         if !status.is_success() {
             return Err(FetchProblem::Status {
@@ -91,6 +82,26 @@ impl Http {
             });
         }
         Ok(response)
+    }
+
+    /// [`Http::send`], whatever the status: a registry's `/v2/` answers 401 with
+    /// what it wants. The body is left unread.
+    pub(crate) async fn answer(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        head: bool,
+    ) -> Result<reqwest::Response, FetchProblem> {
+        let request = if head {
+            self.client.head(url)
+        } else {
+            self.client.get(url)
+        };
+        request
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|e| problem_of(url, &e))
     }
 
     /// The body of `response`, at most `limit` bytes (more is [`FetchProblem::TooLarge`]).

@@ -1,6 +1,7 @@
 //! Where plugins come from and how they get into the plugins folder: references
 //! (`oci://…`, `https://…`, a path), fetching them with every byte checked, OCI
-//! registries (pull and publish, logged in as [`login`] finds), and `piton.lock`,
+//! registries (pull and publish, logged in as [`login`] finds and only where
+//! [`handshake`] says), and `piton.lock`,
 //! the record of what was added from where, which the loader holds each file of the
 //! plugins folder to; and what trusting a component means: its permission profile
 //! (its tools, hints, input schemas and the capabilities its imports could use,
@@ -35,6 +36,7 @@ mod diff_tests;
 pub mod fetch;
 pub mod fetched;
 pub mod grant;
+pub mod handshake;
 mod http;
 pub mod lock;
 pub mod login;

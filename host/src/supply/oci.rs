@@ -1,6 +1,7 @@
-//! OCI registries: pulling a Wasm component artifact and publishing one, through
-//! `oci_client` (references, the token handshake, pushes), logged in with the
-//! account [`crate::supply::login`] finds for the registry, if any.
+//! OCI registries: pulling a Wasm component artifact and publishing one (pushes
+//! through `oci_client`), logged in as the registry asks (see
+//! [`crate::supply::handshake`]) with the account [`crate::supply::login`] finds
+//! for it, if any.
 //!
 //! A pull resolves a tag to a manifest digest once (HEAD), then fetches the
 //! manifest by that digest and checks the bytes against it, so a tag that moves
@@ -8,7 +9,7 @@
 //! bounded client (see `supply::http`): read a chunk at a time under a limit,
 //! hashed as they arrive, redirects only on the same host.
 
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
@@ -16,6 +17,7 @@ use oci_client::{Client, RegistryOperation};
 
 use crate::supply::artifact::{self, MANIFEST_ACCEPT, MANIFEST_MEDIA_TYPE, MAX_MANIFEST};
 use crate::supply::fetched::{FetchLimits, FetchProblem, Fetched};
+use crate::supply::handshake::{Access, Operation, handshake};
 use crate::supply::http::{Http, header};
 use crate::supply::login::{Found, Login, login_for};
 use crate::supply::reference::OciRef;
@@ -51,34 +53,15 @@ pub(crate) fn client(registry: &OciRef) -> Result<Client, FetchProblem> {
     .map_err(|e| FetchProblem::Client(e.to_string()))
 }
 
-/// The headers of a pull: the bearer token the registry gave (for the account
-/// [`login_for`] finds, else anonymously), or that account as HTTP Basic auth when
-/// the registry gives no token; and what was found, for [`refused_login`].
+/// The headers of a pull: what the registry asks for (see
+/// [`crate::supply::handshake`]: nothing, the login [`login_for`] finds as HTTP
+/// Basic auth, or a token); and what was found, for [`refused_login`].
 pub(crate) async fn pull_headers(oci: &OciRef) -> Result<(HeaderMap, Found), FetchProblem> {
     let found = login_for(&oci.registry)?;
-    let client = client(oci)?;
-    let auth = found
-        .login
-        .as_ref()
-        .map_or(RegistryAuth::Anonymous, Login::auth);
-    let token = client
-        .auth(&oci.to_client(), &auth, RegistryOperation::Pull)
+    let access = handshake(oci, &found, Operation::Pull)
         .await
-        .map_err(|e| failed("the token handshake", e, oci, &found))?;
-    let mut headers = HeaderMap::new();
-    match (token, &found.login) {
-        (Some(token), _) => {
-            let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| FetchProblem::Registry("its token is not a header value".into()))?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        (None, Some(login)) => {
-            headers.insert(AUTHORIZATION, login.basic_header()?);
-        }
-        (None, None) => {}
-    }
-    Ok((headers, found))
+        .map_err(|e| refused_login(e, oci, &found))?;
+    Ok((access.headers()?, found))
 }
 
 /// `problem`, or, when it is the registry of `oci` answering 401 or 403, that it
@@ -98,6 +81,7 @@ fn login_problem(oci: &OciRef, status: u16, found: &Found) -> FetchProblem {
         status,
         login: found.login.as_ref().map(Login::who),
         helper: found.helper.clone(),
+        unused: found.unused.clone().map(Box::new),
     }
 }
 
@@ -336,16 +320,25 @@ fn failed(
     }
 }
 
-/// A client for pushes to `oci`'s repository, past its token handshake (for the
-/// account [`login_for`] finds, else anonymously).
+/// A client for pushes to `oci`'s repository, past the handshake (see
+/// [`crate::supply::handshake`]): given the token piton asked for, or, for a
+/// registry that asks for HTTP Basic auth, the login [`login_for`] finds for it.
 async fn pusher(oci: &OciRef) -> Result<(Client, oci_client::Reference, Found), FetchProblem> {
     let found = login_for(&oci.registry)?;
+    let access = handshake(oci, &found, Operation::Push)
+        .await
+        .map_err(|e| refused_login(e, oci, &found))?;
     let client = client(oci)?;
     let reference = oci.to_client();
-    let auth = found
-        .login
-        .as_ref()
-        .map_or(RegistryAuth::Anonymous, Login::auth);
+    // A token goes to the registry only (oci_client sends credentials to no other
+    // host). A Basic login makes oci_client ask `/v2/` once more: a registry that
+    // then names a token service would get the login sent there, but it is the
+    // registry the login is for, which a Basic challenge hands it to anyway.
+    let auth = match (&access, &found.login) {
+        (Access::Bearer(token), _) => RegistryAuth::Bearer(token.clone()),
+        (Access::Basic(_), Some(login)) => login.auth(),
+        (Access::Anonymous | Access::Basic(_), _) => RegistryAuth::Anonymous,
+    };
     client
         .auth(&reference, &auth, RegistryOperation::Push)
         .await

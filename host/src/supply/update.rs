@@ -1,9 +1,11 @@
 //! `piton update` as a library: for a component piton.lock records, fetch its source
 //! again (an OCI tag is resolved again), and when the bytes changed, check their
 //! signatures, then the component, and make the permission diff against the file in
-//! place; when only the manifest changed, check its signatures. The caller shows
-//! the diff, decides ([`Decision`]), and installs with [`Add::install`]; until then
-//! the new bytes are a temporary file that no load reads, and the old file stays.
+//! place; when only the manifest changed, check its signatures. A signer the lock
+//! records that the new version would lose or change ([`SignerChange`]) counts as a
+//! weaker change. The caller shows the diff, decides ([`Decision`]), and installs
+//! with [`Add::install`]; until then the new bytes are a temporary file that no load
+//! reads, and the old file stays.
 
 use std::path::Path;
 
@@ -28,8 +30,49 @@ pub enum Found {
     /// Other bytes, checked, with the permission diff from the recorded file.
     Changed(Box<Changed>),
     /// The same bytes under another OCI manifest (the tag was pushed again): its
-    /// signatures checked; nothing it may do changed, so it is recorded unasked.
+    /// signatures checked; nothing it may do changed, so it is recorded unasked,
+    /// unless the signer recorded would be lost or changed.
     NewManifest(Box<NewManifest>),
+}
+
+/// The signer piton.lock records, which an update would lose (the new version is
+/// not signed by a key or identity piton.toml names) or replace: a change that
+/// needs consent, as a weaker permission does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignerChange {
+    /// The signer recorded.
+    pub was: String,
+    /// The new version's, if any.
+    pub now: Option<String>,
+}
+
+impl SignerChange {
+    /// The change from the signer `was` recorded to `now`, if it is lost or another.
+    pub fn of(was: Option<&str>, now: Option<&str>) -> Option<Self> {
+        let was = was?;
+        (Some(was) != now).then(|| Self {
+            was: was.to_owned(),
+            now: now.map(str::to_owned),
+        })
+    }
+}
+
+impl std::fmt::Display for SignerChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.now {
+            None => write!(
+                f,
+                "  ! weaker    signer: {} → none: no signature piton.toml trusts vouches for \
+                 it any more",
+                self.was
+            ),
+            Some(now) => write!(
+                f,
+                "  ! weaker    signer: {} → {now}: another signer",
+                self.was
+            ),
+        }
+    }
 }
 
 /// The same component bytes, fetched again under another manifest.
@@ -39,6 +82,8 @@ pub struct NewManifest {
     pub fetched: Fetched,
     /// Who signed the new manifest, as the trust policy checked it.
     pub signer: Option<String>,
+    /// The signer recorded, lost or replaced.
+    pub signer_change: Option<SignerChange>,
 }
 
 /// A new version, fetched and checked, not installed.
@@ -52,6 +97,8 @@ pub struct Changed {
     pub diff: PermissionDiff,
     /// Who signed it, as the trust policy checked it (for piton.lock).
     pub signer: Option<String>,
+    /// The signer recorded, lost or replaced.
+    pub signer_change: Option<SignerChange>,
     /// Why the recorded file has no profile (it is missing or does not load): then
     /// the diff is from nothing, so every tool counts as new.
     pub old_missing: Option<String>,
@@ -78,10 +125,11 @@ pub struct Consent {
 }
 
 impl Consent {
-    /// Whether `diff` may be taken without asking, must be asked about, or is
-    /// refused outright: `Some(decision)` when settled, `None` to ask.
-    pub fn settle(self, diff: &PermissionDiff) -> Option<Decision> {
-        match (diff.has_weakenings(), self.yes, self.allow_weaker) {
+    /// Whether a change (`weakens`: one that may do more, or loses its signer) may be
+    /// taken without asking, must be asked about, or is refused outright:
+    /// `Some(decision)` when settled, `None` to ask.
+    pub fn settle(self, weakens: bool) -> Option<Decision> {
+        match (weakens, self.yes, self.allow_weaker) {
             (false, true, _) | (true, true, true) => Some(Decision::Take),
             // Never taken silently: a weakening under --yes needs --allow-weaker.
             (true, true, false) => Some(Decision::Keep),
@@ -132,10 +180,12 @@ pub async fn check(
     }
     // Before any of its code runs: checking it reads its spec in an instance.
     let signer = add.trust(&reference, &entry.source, &fetched).await?;
+    let signer_change = SignerChange::of(entry.signer.as_deref(), signer.as_deref());
     if fetched.digest() == entry.digest {
         return Ok(Found::NewManifest(Box::new(NewManifest {
             fetched,
             signer,
+            signer_change,
         })));
     }
     let checked = add.check(&fetched, &entry.source).await?;
@@ -149,6 +199,7 @@ pub async fn check(
         profile,
         diff,
         signer,
+        signer_change,
         old_missing,
     })))
 }
@@ -170,15 +221,17 @@ async fn old_profile(
         tools: Vec::new(),
         imports: Default::default(),
     };
-    let found = match std::fs::read(file) {
-        Ok(bytes) => Digest::of(&bytes).to_string(),
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
         Err(error) => return (empty, Some(error.to_string())),
     };
+    let found = Digest::of(&bytes).to_string();
     if found != recorded {
         let why = format!("its bytes are {found}, not the {recorded} piton.lock records");
         return (empty, Some(why));
     }
-    match Profile::of_file(file, runtime).await {
+    // The bytes hashed, not the file read again: it may have changed since.
+    match Profile::of_bytes(file, bytes, runtime).await {
         Ok(profile) => (profile, None),
         Err(error) => (empty, Some(error.to_string())),
     }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::load::LoadFrom;
 use super::runtime::WasmRuntime;
 use super::tool::WasmTool;
+use crate::config::pins::Pin;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::CheckedTool;
 use crate::tool::Tool as _;
@@ -63,7 +64,17 @@ impl WasmRuntime {
     /// [`WasmRuntime::check_file`] of a file or of a component's bytes (fetched, not
     /// yet written anywhere).
     pub async fn check(&self, what: LoadFrom) -> Result<Checked, LoadError> {
-        let tools = self.load(what, None).await?;
+        self.check_pinned(what, None).await
+    }
+
+    /// [`WasmRuntime::check`], refused unless the bytes compiled have `pin`'s digest
+    /// (checked before any of it is compiled or runs), as [`WasmRuntime::load`] does.
+    pub async fn check_pinned(
+        &self,
+        what: LoadFrom,
+        pin: Option<&Pin>,
+    ) -> Result<Checked, LoadError> {
+        let tools = self.load(what, pin).await?;
         // What a registry checks when the tool joins it: the name, the sizes, and
         // the input schema (an object schema, and what checking it may cost).
         for tool in &tools {

@@ -190,13 +190,32 @@ impl Answer {
     }
 }
 
-/// A small HTTP/1.1 server answering each `METHOD PATH` from a fixed table (a 404
-/// for anything else), one connection at a time: a registry or URL that answers
-/// badly. Stops when dropped.
+/// A small HTTP/1.1 server answering each `METHOD PATH` from a fixed table (the
+/// path with its query, else without it; a 404 for anything else), one connection
+/// at a time: a registry or URL that answers badly. It keeps each request it was
+/// sent ([`BadServer::seen`]). Stops when dropped.
 pub(crate) struct BadServer {
     pub(crate) addr: SocketAddr,
     stop: Arc<AtomicBool>,
     routes: Arc<Mutex<BTreeMap<String, Answer>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// A request a [`BadServer`] was sent: `METHOD PATH` and its headers.
+#[derive(Clone, Debug)]
+pub(crate) struct Seen {
+    pub(crate) route: String,
+    pub(crate) headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    /// The value of its header `name`, if it was sent one.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 impl BadServer {
@@ -206,7 +225,8 @@ impl BadServer {
         let addr = listener.local_addr().expect("its address");
         let routes = Arc::new(Mutex::new(routes(addr)));
         let stop = Arc::new(AtomicBool::new(false));
-        let (stopped, served) = (stop.clone(), routes.clone());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (stopped, served, log) = (stop.clone(), routes.clone(), seen.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopped.load(Ordering::SeqCst) {
@@ -214,11 +234,21 @@ impl BadServer {
                 }
                 if let Ok(stream) = stream {
                     let routes = served.lock().expect("the routes").clone();
-                    answer(stream, &routes);
+                    answer(stream, &routes, &log);
                 }
             }
         });
-        Self { addr, stop, routes }
+        Self {
+            addr,
+            stop,
+            routes,
+            seen,
+        }
+    }
+
+    /// Each request it was sent so far, in order.
+    pub(crate) fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("the log").clone()
     }
 
     /// From now on, answers `route` (`METHOD PATH`) with `answer`.
@@ -236,23 +266,27 @@ impl Drop for BadServer {
     }
 }
 
-/// Reads one request from `stream` and writes the answer `routes` has for it.
-fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>) {
+/// Reads one request from `stream`, logs it in `log` (before answering, so that a
+/// client done with its answer finds it there), and writes the answer `routes`
+/// has for it.
+fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>, log: &Mutex<Vec<Seen>>) {
     let mut reader = BufReader::new(stream.try_clone().expect("the stream clones"));
     let mut first = String::new();
     if reader.read_line(&mut first).is_err() {
         return;
     }
     let mut length = 0_usize;
+    let mut headers = Vec::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+            headers.push((name.trim().to_owned(), value.trim().to_owned()));
         }
     }
     let _ = reader
@@ -261,11 +295,17 @@ fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>) {
         .read_to_end(&mut Vec::new());
     let mut words = first.split_whitespace();
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let key = format!("{method} {path}");
-    let get = format!("GET {path}");
-    let found = routes
-        .get(&key)
-        .or_else(|| (method == "HEAD").then(|| routes.get(&get)).flatten());
+    let bare = path.split('?').next().unwrap_or(path);
+    let lookup = |method: &str| {
+        routes
+            .get(&format!("{method} {path}"))
+            .or_else(|| routes.get(&format!("{method} {bare}")))
+    };
+    let found = lookup(method).or_else(|| (method == "HEAD").then(|| lookup("GET")).flatten());
+    log.lock().expect("the log").push(Seen {
+        route: format!("{method} {path}"),
+        headers,
+    });
     let not_found = Answer {
         body: b"not here".to_vec(),
         ..Answer::status(404)

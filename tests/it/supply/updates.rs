@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use piton_host::supply::lock::{Lock, LockEntry};
 use piton_tests::guests;
 
-use super::signed::{Signed, said};
+use super::signed::{Signed, bundle_of, said};
 use super::{Answer, BadServer, Registry, digest, piton_in};
 use crate::support::{piton, run};
 
@@ -201,4 +201,68 @@ fn a_url_moves_to_a_new_version_with_its_sha256() {
         entry(folder.path(), "lookup").digest,
         sha256_of(guests::LOOKUP_V3_SCHEMA)
     );
+}
+
+#[test]
+fn an_update_that_would_lose_the_recorded_signer_is_asked_about() {
+    // pinned, with alice's key: an unsigned version is taken, but not silently in
+    // place of one alice signed.
+    let signed = Signed::new(&["alice"]);
+    signed.trust_as("pinned", &["alice"]);
+    let source = signed.source("lookup", guests::LOOKUP_V1, Some("alice"));
+    let out = signed.add(source.to_str().expect("UTF-8"));
+    assert!(out.status.success(), "{}", said(&out));
+    let was = entry(&signed.plugins(), "lookup").signer.expect("signed");
+    assert!(was.starts_with("key alice SHA256:"), "{was}");
+
+    // A new version (its schema changed: nothing weaker), unsigned.
+    std::fs::copy(guests::LOOKUP_V3_SCHEMA, &source).expect("copy");
+    std::fs::remove_file(bundle_of(&source)).expect("no bundle");
+    let out = piton_in(&signed.plugins(), &["update", "--yes"]);
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("signer: {was} → none")), "{text}");
+    assert!(text.contains("--allow-weaker"), "{text}");
+    let now = entry(&signed.plugins(), "lookup");
+    assert_eq!(now.digest, sha256_of(guests::LOOKUP_V1), "kept: {text}");
+    assert_eq!(now.signer.as_deref(), Some(was.as_str()));
+
+    let out = piton_in(&signed.plugins(), &["update", "--yes", "--allow-weaker"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let now = entry(&signed.plugins(), "lookup");
+    assert_eq!(
+        (now.digest, now.signer),
+        (sha256_of(guests::LOOKUP_V3_SCHEMA), None)
+    );
+}
+
+#[test]
+fn a_new_manifest_that_would_lose_the_recorded_signer_is_not_recorded_unasked() {
+    let Some(registry) = Registry::start() else {
+        return;
+    };
+    let signed = Signed::new(&["alice"]);
+    signed.trust_as("pinned", &["alice"]);
+    let alice = signed.path("alice.key");
+    let tagged = format!("oci://{}/tools/lookup:1", registry.addr);
+    let first = publish(guests::LOOKUP_V1, &tagged, Some(&alice));
+    assert!(signed.add(&tagged).status.success());
+    let was = entry(&signed.plugins(), "lookup").signer.expect("signed");
+
+    // The same bytes pushed again, unsigned: under pinned that verifies, but the
+    // signer piton.lock records would be lost.
+    let unsigned = publish(guests::LOOKUP_V1, &tagged, None);
+    for args in [&["update"][..], &["update", "--yes"]] {
+        let out = piton_in(&signed.plugins(), args);
+        let text = said(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(text.contains(&format!("signer: {was} → none")), "{text}");
+        let now = entry(&signed.plugins(), "lookup");
+        assert_eq!(now.resolved.as_deref(), Some(first.as_str()), "{text}");
+        assert_eq!(now.signer.as_deref(), Some(was.as_str()));
+    }
+    let out = piton_in(&signed.plugins(), &["update", "--yes", "--allow-weaker"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let now = entry(&signed.plugins(), "lookup");
+    assert_eq!((now.resolved, now.signer), (Some(unsigned), None));
 }
