@@ -24,6 +24,9 @@
 mod deadline;
 mod ends_with_answer;
 pub(super) mod host_check;
+mod lean;
+#[cfg(test)]
+mod lean_tests;
 pub(super) mod limits;
 pub(super) mod per_client;
 pub(super) mod probes;
@@ -49,6 +52,7 @@ use tokio::task::JoinSet;
 use self::deadline::{Phases, RequestBody, ResponseBody, Tally, TrackedIo};
 use self::ends_with_answer::EndsWithAnswer;
 use self::host_check::{AllowedHost, HostCheck};
+use self::lean::Lean;
 use self::limits::HttpLimits;
 use self::per_client::{Client, Shares};
 use self::sessions::{BoundedSessions, Refusal};
@@ -92,6 +96,29 @@ pub async fn serve_http(
     grace: Duration,
     allowed_hosts: Vec<AllowedHost>,
 ) -> Result<(), ServeError> {
+    let lean = Arc::default();
+    serve(
+        served,
+        listener,
+        limits,
+        shutdown,
+        grace,
+        allowed_hosts,
+        lean,
+    )
+    .await
+}
+
+/// [`serve_http`], its lean path's count given (tests read it).
+async fn serve(
+    served: Arc<Served>,
+    listener: TcpListener,
+    limits: HttpLimits,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+    allowed_hosts: Vec<AllowedHost>,
+    lean: Arc<Lean>,
+) -> Result<(), ServeError> {
     let bound = listener
         .local_addr()
         .map_err(|e| ServeError(format!("cannot read the listening address: {e}")))?;
@@ -119,6 +146,7 @@ pub async fn serve_http(
         limits,
         served: probed,
         posts: Arc::default(),
+        lean,
     });
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -274,10 +302,14 @@ async fn connection(
             request.extensions_mut().insert(client);
             async move {
                 let response = app.handle(client, request).await;
-                let events = response
-                    .headers()
-                    .get(header::CONTENT_TYPE)
-                    .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+                // A stream (rmcp's), not a whole event of known length (the lean path's).
+                let events = hyper::body::Body::size_hint(response.body())
+                    .exact()
+                    .is_none()
+                    && response
+                        .headers()
+                        .get(header::CONTENT_TYPE)
+                        .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
                 Ok::<_, Infallible>(response.map(|body| {
                     ResponseBody::new(EndsWithAnswer::new(body, post && events), phases)
                         .holding(in_flight)
@@ -336,6 +368,8 @@ struct App {
     served: Arc<Served>,
     /// POST requests whose answer is not yet sent.
     posts: Arc<Count>,
+    /// Answers stateless `tools/call` and `tools/list` without rmcp.
+    lean: Arc<Lean>,
 }
 
 impl App {
@@ -366,6 +400,32 @@ impl App {
                 format!("Not Found: piton serves MCP at {MCP_PATH}"),
             );
         }
+        if let Some(kind) = lean::Kind::of(&request) {
+            let (parts, body) = request.into_parts();
+            let body = match lean::read_body(body).await {
+                Ok(body) => body,
+                Err(refused) => return refused,
+            };
+            if let Some(parsed) = kind.parse(&body) {
+                return self
+                    .lean
+                    .answer(&self.served, client, &parts.headers, parsed)
+                    .await;
+            }
+            // rmcp judges it, from the body as read.
+            return self
+                .mcp(client, Request::from_parts(parts, Full::new(body)))
+                .await;
+        }
+        self.mcp(client, request).await
+    }
+
+    /// rmcp's answer to `request` of `client`, with the session limits' own refusals.
+    async fn mcp<B>(&self, client: Client, request: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
         let (response, refusal) = sessions::refused(client, self.mcp.handle(request)).await;
         match refusal {
             None => response,
