@@ -236,9 +236,8 @@ impl ServerHandler for Session {
                 responses: request.input_responses,
                 state: request.request_state,
                 elicits,
-                scope: self.stateless_scope(&context),
             };
-            let call = stateless::call_tool(&self.served, call);
+            let call = stateless::call_tool(&self.served, call, || self.stateless_scope(&context));
             return tokio::select! {
                 result = call => result,
                 () = context.ct.cancelled() => {

@@ -28,12 +28,17 @@ pub(super) struct Call {
     pub(super) state: Option<String>,
     /// Whether the client can be asked (it declared form elicitation).
     pub(super) elicits: bool,
-    /// Who "allow for a while" is remembered for.
-    pub(super) scope: String,
 }
 
-/// Answers `call` on the registry served now, which it runs on to its end.
-pub(super) async fn call_tool(served: &Served, call: Call) -> Result<CallToolResponse, ErrorData> {
+/// Answers `call` on the registry served now, which it runs on to its end. `scope`
+/// names who "allow for a while" is remembered for; it is asked only of a client that
+/// can be asked, as no other call reads it (one that cannot is refused, and so are the
+/// calls of its programs).
+pub(super) async fn call_tool(
+    served: &Served,
+    call: Call,
+    scope: impl FnOnce() -> String,
+) -> Result<CallToolResponse, ErrorData> {
     let registry = served.registry();
     let Call {
         ctx,
@@ -42,11 +47,11 @@ pub(super) async fn call_tool(served: &Served, call: Call) -> Result<CallToolRes
         responses,
         state,
         elicits,
-        scope,
     } = call;
-    // The calls a program makes (code mode) are allowed for a while in it too.
-    let ctx = ctx.with_scope(&scope);
     if elicits {
+        let scope = scope();
+        // The calls a program makes (code mode) are allowed for a while in it too.
+        let ctx = ctx.with_scope(&scope);
         // An upstream server's question is asked with input_required (rounds.rs).
         let within = registry
             .consent()

@@ -279,15 +279,6 @@ impl Lean {
                     .as_deref()
                     .map(|parent| (parent, meta.tracestate.as_deref()));
                 let ctx = traced::call_context(trace, Some(headers));
-                // Without its clientInfo, rmcp's handler sees its own default one.
-                let client_name = meta.client_info.unwrap_or_default().name;
-                let scope = ask::stateless_scope(
-                    Some(&client as &dyn std::fmt::Display),
-                    headers
-                        .get(header::AUTHORIZATION)
-                        .map(HeaderValue::as_bytes),
-                    Some(&client_name),
-                );
                 let call = stateless::Call {
                     ctx,
                     name: params.name,
@@ -295,9 +286,19 @@ impl Lean {
                     responses: params.input_responses,
                     state: params.request_state,
                     elicits: ask::can_elicit(Some(&meta.capabilities)),
-                    scope,
                 };
-                let answer = stateless::call_tool(served, call).await;
+                let scope = || {
+                    // Without its clientInfo, rmcp's handler sees its own default one.
+                    let client_name = meta.client_info.unwrap_or_default().name;
+                    ask::stateless_scope(
+                        Some(&client as &dyn std::fmt::Display),
+                        headers
+                            .get(header::AUTHORIZATION)
+                            .map(HeaderValue::as_bytes),
+                        Some(&client_name),
+                    )
+                };
+                let answer = stateless::call_tool(served, call, scope).await;
                 reply::message(id, answer.map(ServerResult::from), Revision::Stateless)
             }
         };
