@@ -19,6 +19,9 @@ use piton_wit::Hints;
 #[derive(Clone)]
 pub(super) enum Does {
     Text,
+    /// Answers as `Text`, but says it changes things (not read-only): consent asks
+    /// about it where it lets read-only calls through.
+    Change,
     Object,
     Empty,
     /// 64 KiB of text.
@@ -59,7 +62,10 @@ impl Tool for TestTool {
     }
 
     fn hints(&self) -> Hints {
-        Hints::read_only().open_world(false)
+        match self.does {
+            Does::Change => Hints::worst().open_world(false),
+            _ => Hints::read_only().open_world(false),
+        }
     }
 
     async fn call(
@@ -74,7 +80,7 @@ impl Tool for TestTool {
                 ctx.trace.map(|t| t.to_string()),
                 ctx.tracestate.as_ref().map(|s| s.as_str())
             ))])),
-            Does::Text => Ok(Ok(vec![Content::text(format!(
+            Does::Text | Does::Change => Ok(Ok(vec![Content::text(format!(
                 "got {}",
                 Value::from(args.clone())
             ))])),

@@ -9,8 +9,8 @@
 //!
 //! Here a request is taken only when nothing about it is left to judge: `POST`, no
 //! `Mcp-Session-Id`, `MCP-Protocol-Version: 2026-07-28`, an `Mcp-Method` of
-//! `tools/call` or `tools/list` (with an `Mcp-Name` that is the tool's name, not
-//! Base64), no `Mcp-Param-*` headers, `Content-Type: application/json`, an `Accept`
+//! `tools/call` or `tools/list` (with an `Mcp-Name` that is the tool's name in
+//! visible ASCII, not Base64), no `Mcp-Param-*` headers, `Content-Type: application/json`, an `Accept`
 //! naming both `application/json` and `text/event-stream` plainly; and a body that is
 //! exactly such a request, whose `_meta` is the 2026-07-28 metadata (protocol
 //! version, client capabilities, at most client info, log level, progress token and
@@ -83,8 +83,11 @@ impl Kind {
             b"tools/list" => Some(Self::List),
             b"tools/call" => {
                 let name = one(headers, "mcp-name")?;
-                // A Base64 name is rmcp's to decode and compare.
-                (!name.as_bytes().starts_with(b"=?base64?")).then(|| Self::Call(name.clone()))
+                // A Base64 name is rmcp's to decode and compare; so is one with bytes
+                // that are not visible ASCII, which rmcp refuses (a raw UTF-8 name
+                // must not reach a tool that rmcp would not call).
+                (name.to_str().is_ok() && !name.as_bytes().starts_with(b"=?base64?"))
+                    .then(|| Self::Call(name.clone()))
             }
             _ => None,
         }
@@ -439,6 +442,13 @@ mod tests {
             let request = with(&extra, without);
             assert!(Kind::of(&request).is_none(), "{extra:?} without {without}");
         }
+        // A name in raw UTF-8 rather than Base64: rmcp refuses it, so it is rmcp's.
+        let mut raw = with(&[], "");
+        raw.headers_mut().insert(
+            "mcp-name",
+            HeaderValue::from_bytes("\u{e9}".as_bytes()).expect("obs-text is a header value"),
+        );
+        assert!(Kind::of(&raw).is_none());
         let mut get = with(&[], "");
         *get.method_mut() = http::Method::GET;
         assert!(Kind::of(&get).is_none());

@@ -27,18 +27,27 @@ use crate::serve::served::Served;
 use crate::serve::session::ServeError;
 use crate::serve::test_tools::{self, Waiter};
 
-const ANSWER: Duration = Duration::from_secs(20);
+pub(super) const ANSWER: Duration = Duration::from_secs(20);
 
 /// One `serve_http` on 127.0.0.1, stopped by [`Server::stop`].
-struct Server {
-    addr: SocketAddr,
+pub(super) struct Server {
+    pub(super) addr: SocketAddr,
     lean: Arc<Lean>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), ServeError>>,
 }
 
 impl Server {
-    async fn start(registry: Registry, grace: Duration) -> Self {
+    pub(super) async fn start(registry: Registry, grace: Duration) -> Self {
+        Self::start_within(registry, grace, HttpLimits::default()).await
+    }
+
+    /// [`Server::start`] within `limits`.
+    pub(super) async fn start_within(
+        registry: Registry,
+        grace: Duration,
+        limits: HttpLimits,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("an address");
         let lean = Arc::<Lean>::default();
@@ -46,7 +55,7 @@ impl Server {
         let task = tokio::spawn(super::serve(
             Served::new(registry),
             listener,
-            HttpLimits::default(),
+            limits,
             async move {
                 let _ = stopped.await;
             },
@@ -62,12 +71,12 @@ impl Server {
         }
     }
 
-    fn answered(&self) -> u64 {
+    pub(super) fn answered(&self) -> u64 {
         self.lean.answered()
     }
 
     /// A kept-alive connection to the server.
-    async fn connect(&self) -> Connection {
+    pub(super) async fn connect(&self) -> Connection {
         let stream = tokio::net::TcpStream::connect(self.addr)
             .await
             .expect("connect");
@@ -83,7 +92,7 @@ impl Server {
     }
 
     /// Stops the server and waits until it has returned.
-    async fn stop(mut self) {
+    pub(super) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -97,15 +106,15 @@ impl Server {
 
 /// One HTTP answer: status, content type, and the whole body.
 #[derive(Debug, PartialEq, Eq)]
-struct Answer {
-    status: StatusCode,
-    content_type: Option<String>,
-    body: String,
+pub(super) struct Answer {
+    pub(super) status: StatusCode,
+    pub(super) content_type: Option<String>,
+    pub(super) body: String,
 }
 
 impl Answer {
     /// The JSON-RPC message of the body: JSON, or the one event that carries one.
-    fn message(&self) -> Value {
+    pub(super) fn message(&self) -> Value {
         serde_json::from_str(&self.body)
             .ok()
             .or_else(|| {
@@ -118,14 +127,14 @@ impl Answer {
     }
 }
 
-struct Connection {
+pub(super) struct Connection {
     addr: SocketAddr,
     sender: SendRequest<Full<Bytes>>,
     task: tokio::task::JoinHandle<hyper::Result<()>>,
 }
 
 impl Connection {
-    async fn send(&mut self, request: http::Request<Full<Bytes>>) -> Answer {
+    pub(super) async fn send(&mut self, request: http::Request<Full<Bytes>>) -> Answer {
         self.sender.ready().await.expect("the connection is open");
         let response = tokio::time::timeout(ANSWER, self.sender.send_request(request))
             .await
@@ -145,7 +154,7 @@ impl Connection {
     }
 
     /// `message` posted with the headers of a 2026-07-28 request, plus `extra`.
-    async fn post(&mut self, message: &Value, extra: &[(&str, &str)]) -> Answer {
+    pub(super) async fn post(&mut self, message: &Value, extra: &[(&str, &str)]) -> Answer {
         let request = post(self.addr, message, extra);
         self.send(request).await
     }
@@ -153,7 +162,11 @@ impl Connection {
 
 /// `message` as a 2026-07-28 client posts it: the standard headers from its own
 /// method and name, then `extra`.
-fn post(addr: SocketAddr, message: &Value, extra: &[(&str, &str)]) -> http::Request<Full<Bytes>> {
+pub(super) fn post(
+    addr: SocketAddr,
+    message: &Value,
+    extra: &[(&str, &str)],
+) -> http::Request<Full<Bytes>> {
     let mut request = http::Request::post("/mcp")
         .header("host", addr.to_string())
         .header("content-type", "application/json")
@@ -174,7 +187,7 @@ fn post(addr: SocketAddr, message: &Value, extra: &[(&str, &str)]) -> http::Requ
 }
 
 /// The `_meta` of a 2026-07-28 request from a client with `capabilities`.
-fn meta(capabilities: Value) -> Value {
+pub(super) fn meta(capabilities: Value) -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": capabilities,
@@ -183,7 +196,7 @@ fn meta(capabilities: Value) -> Value {
 
 /// A `tools/call` of `name`; through rmcp when `through`, with a `_meta` key the
 /// lean path leaves to rmcp and rmcp ignores.
-fn call(id: Value, name: &str, arguments: Value, meta: Value, through: bool) -> Value {
+pub(super) fn call(id: Value, name: &str, arguments: Value, meta: Value, through: bool) -> Value {
     let mut meta = meta;
     if through {
         meta["piton.test/through"] = json!("rmcp");
@@ -202,7 +215,7 @@ fn list(id: u64, through: bool) -> Value {
 
 /// Sends `request(through)` through rmcp, then through the lean path, and gives both
 /// answers, checking which path answered each.
-async fn both(
+pub(super) async fn both(
     server: &Server,
     connection: &mut Connection,
     request: impl Fn(bool) -> Value,
@@ -499,11 +512,16 @@ async fn a_stop_lets_a_lean_call_finish_then_cuts_one_still_running_at_the_grace
 /// The test tools behind a consent policy that asks about every call, and lets the
 /// person allow a tool for a minute.
 fn asking() -> Registry {
-    let (mut registry, _waiter) = test_tools::registry();
+    asking_in(test_tools::registry().0, AskMode::Always)
+}
+
+/// `registry` behind a consent policy that asks as `mode` says, and lets the person
+/// allow a tool for a minute.
+pub(super) fn asking_in(mut registry: Registry, mode: AskMode) -> Registry {
     let key = ApprovalKey::random().expect("a random key");
     let minute = Duration::from_secs(60);
     registry.set_consent(Arc::new(Consent::new(
-        AskMode::Always,
+        mode,
         BTreeMap::new(),
         minute,
         minute,
@@ -514,7 +532,7 @@ fn asking() -> Registry {
 }
 
 /// `message` without its `requestState`, which is sealed anew each time.
-fn unsealed(mut message: Value) -> Value {
+pub(super) fn unsealed(mut message: Value) -> Value {
     let state = message["result"]
         .as_object_mut()
         .and_then(|result| result.remove("requestState"));

@@ -26,6 +26,8 @@ mod ends_with_answer;
 pub(super) mod host_check;
 mod lean;
 #[cfg(test)]
+mod lean_guard_tests;
+#[cfg(test)]
 mod lean_tests;
 pub(super) mod limits;
 pub(super) mod per_client;
