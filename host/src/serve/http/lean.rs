@@ -36,8 +36,8 @@ use rmcp::model::{
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 
+use super::body::{Body, MAX_BODY};
 use super::per_client::Client;
-use super::{Body, MAX_BODY};
 use crate::serve::reply::{self, Revision};
 use crate::serve::served::Served;
 use crate::serve::{answer, ask, stateless, traced};

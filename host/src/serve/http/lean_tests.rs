@@ -52,7 +52,7 @@ impl Server {
         let addr = listener.local_addr().expect("an address");
         let lean = Arc::<Lean>::default();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(super::serve(
+        let task = tokio::spawn(super::server::serve(
             Served::new(registry),
             listener,
             limits,
@@ -322,7 +322,7 @@ async fn what_the_lean_path_does_not_take_gets_rmcps_answer() {
     let big = call(
         json!(3),
         "text",
-        json!({"x": "y".repeat(super::MAX_BODY)}),
+        json!({"x": "y".repeat(super::body::MAX_BODY)}),
         meta(json!({})),
         false,
     );
