@@ -1,14 +1,14 @@
 //! `piton serve --http ADDR`: the served registry over MCP's Streamable HTTP at
-//! `/mcp`, one [`Session`] per session (rmcp's [`StreamableHttpService`]), on
+//! `/mcp`, one `Session` per session (rmcp's `StreamableHttpService`), on
 //! hyper; and beside it `/healthz`, `/readyz` and `/metrics` (see `probes`).
 //!
 //! DNS-rebinding protection: a request whose `Host` (or a present `Origin`) does not
-//! name this server (see [`HostCheck`]) gets 403 before anything else looks at it.
+//! name this server (see `HostCheck`) gets 403 before anything else looks at it.
 //! rmcp's own Host/Origin lists are turned off in favour of it: they cannot express
 //! the rule for a server bound to every interface (any IP literal, no names), and one
 //! check is easier to trust than two.
 //!
-//! Clients cannot hold it open ([`HttpLimits`]): a request's head and body must
+//! Clients cannot hold it open (`HttpLimits`): a request's head and body must
 //! arrive in time and an idle connection is closed (see `deadline`), connections past
 //! the limit wait in the listen backlog, sessions past the limit are refused with 503
 //! (see `sessions`), and a request body is at most [`MAX_BODY`]. Nor can one client
