@@ -167,6 +167,16 @@ const TABLES: &[Table] = &[
                 then: Some("≤ 50 µs"),
             },
             Row {
+                label: "`serve --http`: the server's CPU per stateless 2026-07-28 call / stdio's, 64 kept-alive clients",
+                cells: &[&["http/cpu_ratio_c64"]],
+                then: Some("≤ 1.5x"),
+            },
+            Row {
+                label: "`serve --http`: calls/s from 64 kept-alive clients",
+                cells: &[&["http/http_c64_rps"]],
+                then: Some("≥ 15 000 calls/s"),
+            },
+            Row {
                 label: "fresh-instance calls/s in process, 1 caller",
                 cells: &[&["call/throughput_c1"]],
                 then: Some(""),
@@ -260,6 +270,7 @@ const TABLES: &[Table] = &[
             "`serve` on stdio: calls/s",
             "median / p99",
             "server CPU per call",
+            "server CPU per call, HTTP / stdio",
         ],
         rows: &[
             Row {
@@ -271,6 +282,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c1_rps"],
                     &["http/stdio_c1_median", "http/stdio_c1_p99"],
                     &["http/stdio_c1_server_cpu"],
+                    &["http/cpu_ratio_c1"],
                 ],
                 then: None,
             },
@@ -283,6 +295,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c16_rps"],
                     &["http/stdio_c16_median", "http/stdio_c16_p99"],
                     &["http/stdio_c16_server_cpu"],
+                    &["http/cpu_ratio_c16"],
                 ],
                 then: None,
             },
@@ -295,6 +308,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c64_rps"],
                     &["http/stdio_c64_median", "http/stdio_c64_p99"],
                     &["http/stdio_c64_server_cpu"],
+                    &["http/cpu_ratio_c64"],
                 ],
                 then: None,
             },
@@ -307,6 +321,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c256_rps"],
                     &["http/stdio_c256_median", "http/stdio_c256_p99"],
                     &["http/stdio_c256_server_cpu"],
+                    &["http/cpu_ratio_c256"],
                 ],
                 then: None,
             },
@@ -437,6 +452,8 @@ const TABLES: &[Table] = &[
 fn show(figure: &Figure) -> String {
     let v = figure.value;
     match figure.unit.as_str() {
+        // Two decimals near a target such as 1.5x, where one would round over it.
+        "x" if v < 10.0 => format!("{v:.2}x"),
         "x" => format!("{v:.1}x"),
         "KiB" if v >= 1024.0 => format!("{:.1} MiB", v / 1024.0),
         "calls/s" | "requests/s" => format!("{} {}", thousands(v), figure.unit),
