@@ -187,7 +187,7 @@ fn ask(name: &str, weakens: bool) -> io::Result<Decision> {
         return Ok(Decision::Keep);
     }
     let weaker = if weakens {
-        "It may do more than before, or loses its signer (the ! lines). "
+        "It may do more than before (the ! lines). "
     } else {
         ""
     };
