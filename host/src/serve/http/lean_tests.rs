@@ -343,6 +343,11 @@ async fn what_the_lean_path_does_not_take_gets_rmcps_answer() {
     let mut request = post(server.addr, &initialize, &[]);
     request.headers_mut().remove("mcp-protocol-version");
     request.headers_mut().remove("mcp-method");
+    connection
+        .sender
+        .ready()
+        .await
+        .expect("the connection is open");
     let sessions = connection
         .sender
         .send_request(request)
