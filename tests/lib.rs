@@ -12,6 +12,8 @@ pub mod plugins {
     include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
 }
 
+pub mod sigstore;
+
 /// What the tests need on the machine besides Rust, from `tests/packages.txt`: the
 /// one list `.ci/run` installs from and the README names.
 pub mod requirements {

@@ -6,7 +6,8 @@
 //! Both servers are the real binary as a child process. Each level prints requests/s,
 //! median and p99 of a call, the CPU each side used per call, and the load average;
 //! the client is one thread (a current-thread runtime), so it can take at most one
-//! core, and how much of one it took is printed beside the figures.
+//! core, and how much of one it took is printed beside the figures. Last, for each
+//! level, the server's CPU per call over HTTP divided by its CPU per call on stdio.
 //!
 //! Run with: `cargo bench -p piton-host --bench http`
 
@@ -319,8 +320,8 @@ async fn run_level<C: Caller>(clients: Vec<C>, each: usize, server: &Server) -> 
 }
 
 /// Prints and records one level's figures under `{key}_c{clients}_*`: calls/s,
-/// median, p99, and the server's CPU per call.
-fn report(key: &str, label: &str, clients: usize, level: &Level, load_before: &str) {
+/// median, p99, and the server's CPU per call, which it returns (µs).
+fn report(key: &str, label: &str, clients: usize, level: &Level, load_before: &str) -> Option<f64> {
     let n = level.calls.len();
     let rps = n as f64 / level.wall.as_secs_f64();
     let share = |cpu: Option<Duration>| {
@@ -362,9 +363,30 @@ fn report(key: &str, label: &str, clients: usize, level: &Level, load_before: &s
         ms(level.calls.p99()),
         "ms",
     );
-    if let Some(cpu) = level.server_cpu {
-        let us = cpu.as_secs_f64() * 1e6 / n as f64;
+    let us = level
+        .server_cpu
+        .map(|cpu| cpu.as_secs_f64() * 1e6 / n as f64);
+    if let Some(us) = us {
         record("http", &format!("{key}_c{clients}_server_cpu"), us, "µs");
+    }
+    us
+}
+
+/// Prints and records, per level, the server's CPU per call over HTTP against its CPU
+/// per call on stdio (issue 24's target: at most 1.5x) under `cpu_ratio_c{clients}`.
+fn compare(http: &[Option<f64>], stdio: &[Option<f64>]) {
+    for ((clients, _), (http, stdio)) in LEVELS.iter().zip(http.iter().zip(stdio)) {
+        let (Some(http), Some(stdio)) = (http, stdio) else {
+            println!("server CPU per call, {clients} clients: not measured (no /proc)");
+            continue;
+        };
+        let ratio = http / stdio;
+        println!(
+            "server CPU per call, {clients} clients: serve --http {http:.1} µs, stdio \
+             {stdio:.1} µs: {ratio:.2}x (target ≤ 1.5x); load average {}",
+            load_average()
+        );
+        record("http", &format!("cpu_ratio_c{clients}"), ratio, "x");
     }
 }
 
@@ -388,6 +410,7 @@ fn main() {
             warm.word_count().await;
         }
         drop(warm);
+        let mut http_cpu = Vec::with_capacity(LEVELS.len());
         for (clients, total) in LEVELS {
             let each = total.div_ceil(clients);
             let mut connected = Vec::with_capacity(clients);
@@ -396,13 +419,13 @@ fn main() {
             }
             let load = load_average();
             let level = run_level(connected, each, &server).await;
-            report(
+            http_cpu.push(report(
                 "http",
                 "serve --http, kept-alive connections",
                 clients,
                 &level,
                 &load,
-            );
+            ));
         }
         drop(server);
 
@@ -410,18 +433,20 @@ fn main() {
         for _ in 0..WARM_UP {
             client.word_count().await;
         }
+        let mut stdio_cpu = Vec::with_capacity(LEVELS.len());
         for (clients, total) in LEVELS {
             let each = total.div_ceil(clients);
             let load = load_average();
             let level = run_level(vec![client.clone(); clients], each, &server).await;
-            report(
+            stdio_cpu.push(report(
                 "stdio",
                 "serve on stdio, requests in flight together",
                 clients,
                 &level,
                 &load,
-            );
+            ));
         }
         drop(server);
+        compare(&http_cpu, &stdio_cpu);
     });
 }

@@ -10,6 +10,10 @@
 //! (user + sys) for 20 000 raw calls, and once for none, which is what starting and
 //! stopping cost.
 //!
+//! Then piton against a native MCP server: the same `echo` tool served by piton (a
+//! Rust component, tests/guests/echo) and by `@modelcontextprotocol/server-everything`
+//! (Node.js, no sandbox), both over stdio with the raw client, in alternating blocks.
+//!
 //! Run with: `cargo bench -p piton-host --bench mcp`; `PITON_BENCH_SERVER=path/to/piton`
 //! benches another build of the server with the same clients.
 
@@ -29,6 +33,7 @@ use rmcp::{ServiceError, ServiceExt as _};
 use serde_json::{Value, json};
 use support::folders::Folders;
 use support::raw::RawClient;
+use support::versus::{Blocks, side_by_side};
 use support::{Summary, load_average, record};
 
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
@@ -223,9 +228,61 @@ fn cpu(folders: &Folders) {
     record("mcp", "server_cpu_start", support::ms(start), "ms");
 }
 
+/// `echo` served by piton and by server-everything, side by side.
+fn against_everything() {
+    let peers = support::peers();
+    let bin = peers.join("node_modules/.bin");
+    let everything = bin.join("mcp-server-everything");
+    if !everything.exists() {
+        eprintln!("{} is missing: no comparison with it", everything.display());
+        return;
+    }
+    let echo = std::fs::read(piton_tests::guests::ECHO).expect("the echo guest is built");
+    let folders = Folders::holding(&echo);
+    let mut native = std::process::Command::new(&everything);
+    native.arg("stdio");
+    // Its `#!/usr/bin/env node` finds the Node.js the peers were installed with.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![bin];
+    paths.extend(std::env::split_paths(&path));
+    native.env("PATH", std::env::join_paths(paths).expect("a PATH"));
+    let mut servers = [
+        RawClient::spawn(folders.serve(&[])),
+        RawClient::spawn(native),
+    ];
+    let params = json!({"name": "echo", "arguments": {"message": "hello"}}).to_string();
+    let blocks = Blocks {
+        warm_up: WARM_UP,
+        block: 100,
+        blocks: 20,
+    };
+    let run = side_by_side(&mut servers, &params, "Echo: hello", &blocks);
+    let mut medians = Vec::new();
+    for (name, summary) in ["piton", "everything"].into_iter().zip(&run.summaries) {
+        let (median, p99) = (support::ms(summary.median()), support::ms(summary.p99()));
+        println!(
+            "mcp echo over stdio, {name}: {} calls: median {median:.4} ms, p99 {p99:.4} ms",
+            blocks.block * blocks.blocks
+        );
+        record("mcp", &format!("echo_{name}_median"), median, "ms");
+        record("mcp", &format!("echo_{name}_p99"), p99, "ms");
+        medians.push(median);
+    }
+    if let [piton, native] = medians[..] {
+        println!(
+            "mcp echo: piton / server-everything = {:.2}; load average before {}, after {}",
+            piton / native,
+            run.load_before,
+            run.load_after
+        );
+        record("mcp", "echo_ratio", piton / native, "x");
+    }
+}
+
 criterion_group!(benches, bench);
 
 fn main() {
+    against_everything();
     cpu(&Folders::new());
     benches();
     Criterion::default().configure_from_args().final_summary();

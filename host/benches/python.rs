@@ -9,17 +9,16 @@
 //! Run with: `cargo bench -p piton-host --bench python`. The Python toolchain and
 //! the SDK come from `tests/peers/install` (run here).
 
-use std::path::Path;
-use std::time::Instant;
-
 use piton_host::build::Lang;
 use serde_json::json;
+use std::path::Path;
 
 #[path = "support/mod.rs"]
 mod support;
 use support::folders::Folders;
 use support::raw::RawClient;
-use support::{Summary, load_average, record};
+use support::record;
+use support::versus::{Blocks, side_by_side};
 
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
 /// Calls in one block of one server's, then the other's.
@@ -44,30 +43,16 @@ fn main() {
     let mut sdk = std::process::Command::new(python);
     sdk.arg(script);
 
-    let mut servers = [
-        ("piton", RawClient::spawn(folders.serve(&[])), Vec::new()),
-        ("python-sdk", RawClient::spawn(sdk), Vec::new()),
-    ];
+    let mut servers = [RawClient::spawn(folders.serve(&[])), RawClient::spawn(sdk)];
     let params = json!({"name": "word_count", "arguments": {"text": TEXT}}).to_string();
-    for (_, client, _) in &mut servers {
-        for _ in 0..WARM_UP {
-            client.call(&params, "9");
-        }
-    }
-    let before = load_average();
-    for _ in 0..BLOCKS {
-        for (_, client, samples) in &mut servers {
-            for _ in 0..BLOCK {
-                let started = Instant::now();
-                client.call(&params, "9");
-                samples.push(started.elapsed());
-            }
-        }
-    }
-    let after = load_average();
+    let blocks = Blocks {
+        warm_up: WARM_UP,
+        block: BLOCK,
+        blocks: BLOCKS,
+    };
+    let run = side_by_side(&mut servers, &params, "9", &blocks);
     let mut medians = Vec::new();
-    for (name, _, samples) in servers {
-        let summary = Summary::of(samples);
+    for (name, summary) in ["piton", "python-sdk"].into_iter().zip(&run.summaries) {
         let (median, p99) = (support::ms(summary.median()), support::ms(summary.p99()));
         println!(
             "python word_count over MCP stdio, {name}: {} calls: median {median:.3} ms, \
@@ -82,7 +67,9 @@ fn main() {
         let ratio = piton / sdk;
         println!(
             "python word_count: piton / Python SDK = {ratio:.2} (target at most 1.0); \
-             load average before {before}, after {after}; {} CPUs",
+             load average before {}, after {}; {} CPUs",
+            run.load_before,
+            run.load_after,
             std::thread::available_parallelism().map_or(0, |n| n.get())
         );
         record("python", "ratio", ratio, "x");

@@ -109,6 +109,11 @@ const TABLES: &[Table] = &[
                 then: Some("≤ 5x"),
             },
             Row {
+                label: "what the consent policy (`not-read-only`, as `serve` follows it) adds to a read-only native call it does not ask about",
+                cells: &[&["call/native_with_consent_added"]],
+                then: Some("≤ 1 µs"),
+            },
+            Row {
                 label: "a Python tool (`word_count`) over MCP stdio, raw JSON-RPC lines: piton",
                 cells: &[&["python/piton_median", "python/piton_p99"]],
                 then: Some(""),
@@ -122,6 +127,21 @@ const TABLES: &[Table] = &[
                 label: "piton / Python SDK",
                 cells: &[&["python/ratio"]],
                 then: Some("≤ 1.0x (0.5x)"),
+            },
+            Row {
+                label: "an `echo` tool over MCP stdio, raw JSON-RPC lines: piton (Rust component)",
+                cells: &[&["mcp/echo_piton_median", "mcp/echo_piton_p99"]],
+                then: Some(""),
+            },
+            Row {
+                label: "the same tool served natively by `@modelcontextprotocol/server-everything` (Node.js, no sandbox)",
+                cells: &[&["mcp/echo_everything_median", "mcp/echo_everything_p99"]],
+                then: Some(""),
+            },
+            Row {
+                label: "piton / server-everything",
+                cells: &[&["mcp/echo_ratio"]],
+                then: Some(""),
             },
             Row {
                 label: "MCP `tools/call` over stdio, rmcp client (multi-thread runtime)",
@@ -145,6 +165,16 @@ const TABLES: &[Table] = &[
                 label: "the server's CPU per stdio call (user + sys over 20 000 calls, start and stop taken out)",
                 cells: &[&["mcp/server_cpu_per_call_net"]],
                 then: Some("≤ 50 µs"),
+            },
+            Row {
+                label: "`serve --http`: the server's CPU per stateless 2026-07-28 call / stdio's, 64 kept-alive clients",
+                cells: &[&["http/cpu_ratio_c64"]],
+                then: Some("≤ 1.5x"),
+            },
+            Row {
+                label: "`serve --http`: calls/s from 64 kept-alive clients",
+                cells: &[&["http/http_c64_rps"]],
+                then: Some("≥ 15 000 calls/s"),
             },
             Row {
                 label: "fresh-instance calls/s in process, 1 caller",
@@ -240,6 +270,7 @@ const TABLES: &[Table] = &[
             "`serve` on stdio: calls/s",
             "median / p99",
             "server CPU per call",
+            "server CPU per call, HTTP / stdio",
         ],
         rows: &[
             Row {
@@ -251,6 +282,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c1_rps"],
                     &["http/stdio_c1_median", "http/stdio_c1_p99"],
                     &["http/stdio_c1_server_cpu"],
+                    &["http/cpu_ratio_c1"],
                 ],
                 then: None,
             },
@@ -263,6 +295,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c16_rps"],
                     &["http/stdio_c16_median", "http/stdio_c16_p99"],
                     &["http/stdio_c16_server_cpu"],
+                    &["http/cpu_ratio_c16"],
                 ],
                 then: None,
             },
@@ -275,6 +308,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c64_rps"],
                     &["http/stdio_c64_median", "http/stdio_c64_p99"],
                     &["http/stdio_c64_server_cpu"],
+                    &["http/cpu_ratio_c64"],
                 ],
                 then: None,
             },
@@ -287,6 +321,7 @@ const TABLES: &[Table] = &[
                     &["http/stdio_c256_rps"],
                     &["http/stdio_c256_median", "http/stdio_c256_p99"],
                     &["http/stdio_c256_server_cpu"],
+                    &["http/cpu_ratio_c256"],
                 ],
                 then: None,
             },
@@ -417,6 +452,8 @@ const TABLES: &[Table] = &[
 fn show(figure: &Figure) -> String {
     let v = figure.value;
     match figure.unit.as_str() {
+        // Two decimals near a target such as 1.5x, where one would round over it.
+        "x" if v < 10.0 => format!("{v:.2}x"),
         "x" => format!("{v:.1}x"),
         "KiB" if v >= 1024.0 => format!("{:.1} MiB", v / 1024.0),
         "calls/s" | "requests/s" => format!("{} {}", thousands(v), figure.unit),
@@ -547,6 +584,8 @@ fn self_check() {
         "\n\n",
         r#"{"bench":"langs","key":"python_size","value":19968,"unit":"KiB","load":2.0}"#,
         "\n",
+        r#"{"bench":"call","key":"native_with_consent_added","value":212.4,"unit":"ns","load":2.0}"#,
+        "\n",
     ))
     .unwrap_or_else(|e| panic!("the built-in record parses: {e}"));
     let readme = "# T\n\nbefore\n<!-- bench:speed -->\nSTALE TABLE\n<!-- /bench:speed -->\n\
@@ -570,6 +609,10 @@ fn self_check() {
         "the later line wins: {out}"
     );
     assert!(out.contains("| Python | 19.5 MiB |"), "{out}");
+    assert!(
+        out.contains("does not ask about | 212 ns | ≤ 1 µs |"),
+        "the consent policy's cost: {out}"
+    );
     assert!(out.contains("load average 1.25–2.00"), "{out}");
     assert!(out.contains("commit abc1234"), "{out}");
     assert!(missing.contains(&"call/fresh_p99") && !missing.contains(&"call/fresh_median"));

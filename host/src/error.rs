@@ -183,6 +183,22 @@ pub enum LoadErrorKind {
     /// it no longer trusts): it was neither compiled nor run.
     #[error("{0}")]
     Untrusted(String),
+    /// Its SHA-256 is not that of the bytes a check made a moment before read (a
+    /// signature verified over them, a fetch that hashed them): the file changed in
+    /// between, and was neither compiled nor run.
+    #[error(
+        "refused: its sha256 is {actual}, but {by} was checked over sha256:{checked} a \
+         moment before: the file changed in between, so none of it ran; try again, and \
+         find out what changes it"
+    )]
+    Changed {
+        /// What checked it: "the signature beside it (FILE)", "the fetch".
+        by: String,
+        /// The digest checked, in hex.
+        checked: String,
+        /// The digest of the bytes read now, in hex.
+        actual: String,
+    },
     /// Two tools with one name.
     #[error(
         "tool `{name}` is also defined by {other}; rename one (piton.toml can rename) or remove it"

@@ -390,6 +390,30 @@ impl Registry {
         (result, refused)
     }
 
+    /// Records a `tools/call` of `name` refused before it reached the tool: a
+    /// 2026-07-28 retry whose answer to an upstream server's question no waiting
+    /// call took, because `why`. Audited and counted like a call that failed, its
+    /// answer noted as refused; gives the error result the model reads.
+    pub(crate) fn refused_answer(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+        args: &Value,
+        why: &str,
+    ) -> ToolResult {
+        let mut watch = self.observer.watch(ctx, name, args);
+        if let Some(tool) = self.get(name) {
+            watch.found(tool.as_ref(), self.stats.get(name));
+        }
+        ctx.notes().upstream_question(
+            crate::call::notes::QuestionOutcome::AnswerRefused,
+            Some(why),
+        );
+        let result = Err(ToolError::Failed(why.to_owned()));
+        watch.finish(&Ok(result.clone()));
+        result
+    }
+
     /// Calls a tool in `ctx`, a context the caller made (a transport, with the
     /// trace context its client sent); see [`Registry::call`]. A context is one
     /// call's: what its sandboxes note is read out when the call ends.

@@ -2,12 +2,12 @@
 //! origins it answers, how it starts and stops, and how it tells each session that the
 //! tools changed. Clients that hold it open are in serve_http_limits.rs.
 
-use piton_tests::plugins;
+use piton_tests::{guests, plugins};
 use serde_json::json;
 
 use crate::mcp_client::{
-    HttpSession, body_text, event_stream, http_request, sse_answer, sse_until, stateless_call,
-    tool_names,
+    HttpSession, body_text, event_stream, http_request, request, send_once, sse_answer, sse_until,
+    stateless_call, stateless_meta, tool_names,
 };
 use crate::support::{
     ANSWER, listening, piton, plugins_folder, serve_http, serve_http_command, serve_http_on,
@@ -275,4 +275,103 @@ async fn serve_http_answers_each_call_of_a_kept_alive_client_in_one_write_withou
         writes <= CALLS,
         "{writes} writes for {CALLS} answers, more than one each: {line}"
     );
+}
+
+/// How a POST answered: status, content type and body, and whether its length was
+/// known up front (the lean path's one write) or it was streamed (rmcp's).
+async fn answered(
+    addr: std::net::SocketAddr,
+    request: http::Request<http_body_util::Full<bytes::Bytes>>,
+) -> (u16, String, String, bool) {
+    let response = send_once(addr, request).await;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let content_type = headers
+        .get("content-type")
+        .and_then(|t| t.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let whole = headers.contains_key("content-length");
+    (status, content_type, body_text(response).await, whole)
+}
+
+/// A 2026-07-28 `tools/call` or `tools/list` is answered without rmcp (in one piece,
+/// its length known) and exactly as rmcp answers it: the same request with one
+/// `_meta` key the lean path does not know goes to rmcp, which streams its answer.
+/// Errors included: an unknown tool, arguments the schema refuses, a trap.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_http_answers_stateless_calls_and_lists_as_rmcp_does() {
+    let folder = plugins_folder(&[
+        ("word_count.wasm", plugins::WORD_COUNT),
+        ("panic.wasm", guests::HOSTILE_PANIC),
+    ]);
+    let (mut piton, addr) = serve_http(Some(folder.path()));
+    let cases = [
+        (
+            "tools/call",
+            json!({"name": "word_count", "arguments": {"text": "a b c"}}),
+        ),
+        (
+            "tools/call",
+            json!({"name": "word_count", "arguments": {"text": 3}}),
+        ),
+        (
+            "tools/call",
+            json!({"name": "no_such_tool", "arguments": {}}),
+        ),
+        ("tools/call", json!({"name": "panic", "arguments": {}})),
+        ("tools/list", json!({})),
+    ];
+    for (id, (method, params)) in (1..).zip(cases) {
+        let mut answers = Vec::new();
+        for through in [false, true] {
+            let mut params = params.clone();
+            params["_meta"] = stateless_meta();
+            if through {
+                params["_meta"]["piton.test/through"] = json!("rmcp");
+            }
+            let mut request = stateless_call(addr, id, "", json!({}));
+            *request.body_mut() = request_body(id, method, &params);
+            let headers = request.headers_mut();
+            headers.insert("mcp-method", method.parse().expect("a header"));
+            match params["name"].as_str() {
+                Some(name) => headers.insert("mcp-name", name.parse().expect("a header")),
+                None => headers.remove("mcp-name"),
+            };
+            answers.push(answered(addr, request).await);
+        }
+        let (lean, rmcp) = (&answers[0], &answers[1]);
+        assert!(
+            lean.3,
+            "{method} {params} was not answered by the lean path: {lean:?}"
+        );
+        assert!(
+            !rmcp.3,
+            "{method} {params} was not answered by rmcp: {rmcp:?}"
+        );
+        assert_eq!(
+            (lean.0, &lean.1, &lean.2),
+            (rmcp.0, &rmcp.1, &rmcp.2),
+            "{method} {params}"
+        );
+        let answer = sse_answer(&lean.2, id).unwrap_or_else(|| panic!("no answer: {lean:?}"));
+        match id {
+            1 => assert_eq!(answer["result"]["content"][0]["text"], "3", "{answer}"),
+            2 => assert_eq!(answer["result"]["isError"], true, "{answer}"),
+            3 => assert_eq!(answer["error"]["code"], -32602, "{answer}"),
+            4 => assert_eq!(answer["error"]["code"], -32603, "{answer}"),
+            _ => assert_eq!(answer["result"]["cacheScope"], "private", "{answer}"),
+        }
+    }
+    piton.terminate();
+    assert_eq!(piton.exit_code(), Some(0), "{}", piton.stderr.text());
+}
+
+fn request_body(
+    id: u64,
+    method: &str,
+    params: &serde_json::Value,
+) -> http_body_util::Full<bytes::Bytes> {
+    let body = request(id, method, params.clone()).to_string();
+    http_body_util::Full::new(bytes::Bytes::from(body))
 }

@@ -60,6 +60,9 @@ async fn word_count_on(
     text: &str,
 ) -> Value {
     let call = mcp_client::stateless_call(addr, 1, "word_count", json!({"text": text}));
+    // A kept-alive connection takes its next request once its last answer is read
+    // through, which its task notices in its own time.
+    sender.ready().await.expect("the connection stays open");
     let response = tokio::time::timeout(ANSWER, sender.send_request(call))
         .await
         .expect("an answer in time")
@@ -148,6 +151,7 @@ async fn serve_http_one_client_cannot_take_every_connection() {
             .header("host", addr.to_string())
             .body(Full::new(Bytes::new()))
             .expect("a request");
+        sender.ready().await.expect("the connection stays open");
         let response = sender.send_request(request).await.expect("an answer");
         assert_eq!(response.status(), 200);
     }

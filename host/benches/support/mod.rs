@@ -14,6 +14,7 @@ use std::time::Duration;
 
 pub mod folders;
 pub mod raw;
+pub mod versus;
 
 /// Sorted samples of one timed loop.
 pub struct Summary {
@@ -116,9 +117,10 @@ pub fn record(bench: &str, key: &str, value: f64, unit: &str) {
     }
 }
 
-/// The test toolchains: `tests/peers/install` puts componentize-py and
-/// componentize-js into `target/peers`.
-pub fn toolchains() -> piton_host::build::Toolchains {
+/// The folder `tests/peers/install` puts the test peers in (the Python SDK's venv,
+/// the npm packages, the guest toolchains), after running it (it returns at once
+/// when they are there).
+pub fn peers() -> std::path::PathBuf {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the target tmp folder has a parent")
@@ -135,6 +137,17 @@ pub fn toolchains() -> piton_host::build::Toolchains {
             script.display()
         );
     }
+    peers
+}
+
+/// The test toolchains: `tests/peers/install` puts componentize-py and
+/// componentize-js into `target/peers`.
+pub fn toolchains() -> piton_host::build::Toolchains {
+    let peers = peers();
+    let target = peers
+        .parent()
+        .expect("target/peers has a parent")
+        .to_path_buf();
     let bin = peers.join("node_modules/.bin");
     piton_host::build::Toolchains {
         python: Some(peers.join("venv/bin/python")),

@@ -11,5 +11,5 @@ pub(crate) mod notes;
 mod trace;
 
 pub use context::{CallContext, CallId, MadeBy};
-pub use elicit::{Elicit, ElicitError, Question};
+pub use elicit::{Elicit, ElicitError, Question, first_line, hides_or_breaks, one_line};
 pub use trace::{MAX_TRACESTATE, TraceParent, TraceState};

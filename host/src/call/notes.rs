@@ -57,6 +57,66 @@ pub(crate) struct Denial {
     pub(crate) why: &'static str,
 }
 
+/// The most questions of an upstream server one call's audit record lists; past it
+/// they are only counted.
+pub(crate) const MAX_QUESTIONS_LISTED: usize = 16;
+
+/// The most bytes of why a question was not passed on, or its answer refused.
+const MAX_WHY: usize = 256;
+
+/// What became of a question an upstream MCP server asked during a call (the
+/// metric label and the audit word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum QuestionOutcome {
+    /// Passed on; the person accepted (and filled in the form).
+    Accepted,
+    /// Passed on; the person declined.
+    Declined,
+    /// Passed on; the person cancelled.
+    Cancelled,
+    /// Passed on; no answer came (the client failed, or took too long).
+    NoAnswer,
+    /// Not passed on: piton declined it for the person (see `why`).
+    NotPassedOn,
+    /// A 2026-07-28 retry carrying an answer was refused: the call it named was not
+    /// waiting, or was of another tool or other arguments.
+    AnswerRefused,
+}
+
+impl QuestionOutcome {
+    /// Every outcome, for metrics.
+    pub(crate) const ALL: [QuestionOutcome; 6] = [
+        Self::Accepted,
+        Self::Declined,
+        Self::Cancelled,
+        Self::NoAnswer,
+        Self::NotPassedOn,
+        Self::AnswerRefused,
+    ];
+
+    /// The label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::Declined => "declined",
+            Self::Cancelled => "cancelled",
+            Self::NoAnswer => "no_answer",
+            Self::NotPassedOn => "not_passed_on",
+            Self::AnswerRefused => "answer_refused",
+        }
+    }
+}
+
+/// One question of an upstream server, as the audit record lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct UpstreamQuestion {
+    pub(crate) outcome: QuestionOutcome,
+    /// Why it was not passed on, got no answer, or its answer was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) why: Option<String>,
+}
+
 /// What a call was granted, as the audit log shows it: mounts with the access of
 /// this call, hosts with the names (never the values) of the headers added, and the
 /// names (never the values) of the environment variables.
@@ -134,6 +194,11 @@ pub(crate) struct Taken {
     /// The trap the tool turned into an error result (`on_trap = "error"`): the
     /// call still counts as that trap.
     pub(crate) trap_as_error: Option<Trap>,
+    /// The questions its upstream server asked, by outcome, in
+    /// [`QuestionOutcome::ALL`] order.
+    pub(crate) question_counts: [u64; 6],
+    /// The first [`MAX_QUESTIONS_LISTED`] of them.
+    pub(crate) questions: Vec<UpstreamQuestion>,
 }
 
 impl Notes {
@@ -152,6 +217,26 @@ impl Notes {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .trap_as_error = Some(trap);
+    }
+
+    /// Notes a question the call's upstream server asked, and what became of it.
+    pub(crate) fn upstream_question(&self, outcome: QuestionOutcome, why: Option<&str>) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = QuestionOutcome::ALL
+            .iter()
+            .position(|o| *o == outcome)
+            .unwrap_or(0);
+        if let Some(count) = inner.question_counts.get_mut(index) {
+            *count = count.saturating_add(1);
+        }
+        if self.details() && inner.questions.len() < MAX_QUESTIONS_LISTED {
+            let why = why.map(|why| {
+                let mut why = why.to_owned();
+                truncate(&mut why, MAX_WHY);
+                why
+            });
+            inner.questions.push(UpstreamQuestion { outcome, why });
+        }
     }
 
     /// What has been noted, taken out.

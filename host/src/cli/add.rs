@@ -84,7 +84,9 @@ pub(super) async fn add(mut args: AddArgs) -> io::Result<Outcome> {
             return Ok(Outcome::Usage);
         }
     };
-    let reference = match Reference::parse(&args.reference, args.sha256.as_deref()) {
+    // Under `require = "any"` a URL may come without --sha256.
+    let require = place.config.trust.rule_for(&args.reference).require;
+    let reference = match Reference::parse_under(&args.reference, args.sha256.as_deref(), require) {
         Ok(reference) => reference,
         Err(e) => {
             eprintln!("error: {e}");
@@ -139,7 +141,18 @@ pub(super) async fn add(mut args: AddArgs) -> io::Result<Outcome> {
         size.map_or_else(String::new, |size| format!(" ({})", format_size(size))),
         if added.replaced { ", replaced" } else { "" }
     )?;
-    writeln!(out, "  digest:   {}", added.entry.digest)?;
+    let unpinned = matches!(reference, Reference::Url { sha256: None, .. });
+    writeln!(
+        out,
+        "  digest:   {}{}",
+        added.entry.digest,
+        if unpinned {
+            " (what the URL served: no --sha256 was given, and [trust] require = \"any\" \
+             takes it)"
+        } else {
+            ""
+        }
+    )?;
     if let Some(resolved) = &added.entry.resolved {
         writeln!(out, "  manifest: {resolved}")?;
     }

@@ -1,6 +1,7 @@
 //! `piton list`: every tool with its hints, how far they are enforced, its
 //! description and source, as a table that fits the terminal or as JSON; with
-//! `--sources`, where each tool's file came from and its digest, from piton.lock.
+//! `--sources`, where each tool's file came from, its signer and its digest, from
+//! piton.lock.
 
 use std::io::{self, Write};
 
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use super::out::{Outcome, pretty, say};
 use crate::registry::Registry;
 use crate::source::ToolSource;
+use crate::supply::at_load;
 use crate::supply::lock::Lock;
 use crate::term::{self, Shown};
 
@@ -67,7 +69,8 @@ pub(super) async fn list(registry: &Registry, as_json: bool) -> io::Result<Outco
 }
 
 /// `piton list --sources`: each tool, its file, where `lock` says the file came
-/// from ("copied by hand" when it does not record it) and its digest.
+/// from ("not recorded" when it does not record it, with the command that records
+/// it), who signed it, and its digest.
 pub(super) async fn sources(
     registry: &Registry,
     lock: &Lock,
@@ -80,37 +83,23 @@ pub(super) async fn sources(
     let rows: Vec<SourceRow> = listing
         .tools
         .iter()
-        .map(|tool| {
-            let name = tool.spec().name.clone();
-            let digest = tool
-                .sandbox()
-                .map(|s| format!("sha256:{}", s.component.sha256));
-            match tool.source() {
-                ToolSource::File(path) => {
-                    let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
-                    let file = file.unwrap_or_default();
-                    match lock.by_file(&file) {
-                        Some((_, entry)) => (
-                            name,
-                            file,
-                            entry.source.clone(),
-                            Some(entry.digest.clone()),
-                            entry.resolved.clone(),
-                        ),
-                        None => (name, file, "copied by hand".to_owned(), digest, None),
-                    }
-                }
-                other => (name, other.to_string(), "-".to_owned(), digest, None),
-            }
-        })
+        .map(|tool| SourceRow::of(tool.as_ref(), lock))
         .collect();
     let mut out = io::stdout().lock();
     let shown = Shown::stdout();
     if as_json {
         let tools: Vec<Value> = rows
             .iter()
-            .map(|(name, file, from, digest, resolved)| {
-                json!({"name": name, "file": file, "source": from, "digest": digest, "resolved": resolved})
+            .map(|row| {
+                json!({
+                    "name": row.name,
+                    "file": row.file,
+                    "source": row.source.as_deref().unwrap_or(NOT_RECORDED),
+                    "signer": row.signer,
+                    "digest": row.digest,
+                    "resolved": row.resolved,
+                    "record": row.record,
+                })
             })
             .collect();
         writeln!(out, "{}", shown.text(&pretty(&Value::Array(tools))))?;
@@ -120,27 +109,107 @@ pub(super) async fn sources(
         writeln!(out, "no tools")?;
         return Ok(Outcome::Success);
     }
-    let rows: Vec<[String; 4]> = rows
-        .into_iter()
-        .map(|(name, file, from, digest, _)| {
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|row| {
             [
-                term::cut_end(&shown.cell(&name), MAX_NAME_CELL).into_owned(),
-                term::cut_start(&shown.cell(&file), MAX_SOURCE_CELL).into_owned(),
-                shown.cell(&from).into_owned(),
-                digest.map_or_else(|| "-".to_owned(), |d| short_digest(&d)),
+                term::cut_end(&shown.cell(&row.name), MAX_NAME_CELL).into_owned(),
+                term::cut_start(&shown.cell(&row.file), MAX_SOURCE_CELL).into_owned(),
+                shown
+                    .cell(row.source.as_deref().unwrap_or(NOT_RECORDED))
+                    .into_owned(),
+                term::cut_end(
+                    &shown.cell(row.signer.as_deref().unwrap_or("-")),
+                    MAX_SIGNER_CELL,
+                )
+                .into_owned(),
+                row.digest
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), short_digest),
             ]
         })
         .collect();
-    let header = ["NAME", "FILE", "FROM", "DIGEST"].map(str::to_owned);
-    for line in table(&header, rows, 2, term::stdout_width()) {
+    let header = ["NAME", "FILE", "FROM", "SIGNER", "DIGEST"].map(str::to_owned);
+    for line in table(&header, cells, 2, term::stdout_width()) {
         writeln!(out, "{line}")?;
+    }
+    // A file of a toolbox gives several rows: its command once.
+    let mut records: Vec<&str> = rows
+        .iter()
+        .filter_map(|row| row.record.as_deref())
+        .collect();
+    records.dedup();
+    if !records.is_empty() {
+        writeln!(
+            out,
+            "\n{NOT_RECORDED}: copied by hand, so loaded with whatever bytes they have; \
+             record each (its digest, then held to it) with:"
+        )?;
+        for record in records {
+            writeln!(out, "  {}", shown.cell(record))?;
+        }
     }
     Ok(Outcome::Success)
 }
 
-/// One tool of `piton list --sources`: its name, file, where it came from, its digest
-/// and (OCI) the manifest digest it resolved to.
-type SourceRow = (String, String, String, Option<String>, Option<String>);
+/// What `piton list --sources` says of a file piton.lock does not record.
+const NOT_RECORDED: &str = "not recorded";
+
+/// One tool of `piton list --sources`.
+struct SourceRow {
+    name: String,
+    /// Its file (a plugins folder's file name), or its source for other tools.
+    file: String,
+    /// Where the file came from, as the lock records it; `None`: not recorded.
+    source: Option<String>,
+    /// Who signed it, as the lock records it.
+    signer: Option<String>,
+    digest: Option<String>,
+    /// The manifest digest an OCI source resolved to.
+    resolved: Option<String>,
+    /// For a file not recorded: the command that records it (or how to).
+    record: Option<String>,
+}
+
+impl SourceRow {
+    fn of(tool: &dyn crate::tool::Tool, lock: &Lock) -> Self {
+        let digest = tool
+            .sandbox()
+            .map(|s| format!("sha256:{}", s.component.sha256));
+        let row = Self {
+            name: tool.spec().name.clone(),
+            file: tool.source().to_string(),
+            source: Some("-".to_owned()),
+            signer: None,
+            digest,
+            resolved: None,
+            record: None,
+        };
+        let ToolSource::File(path) = tool.source() else {
+            return row;
+        };
+        let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
+        let file = file.unwrap_or_default();
+        match lock.by_file(&file) {
+            Some((_, entry)) => Self {
+                file,
+                source: Some(entry.source.clone()),
+                signer: entry.signer.clone(),
+                digest: Some(entry.digest.clone()),
+                resolved: entry.resolved.clone(),
+                ..row
+            },
+            None => Self {
+                file,
+                source: None,
+                record: Some(
+                    at_load::record_command(&path).unwrap_or_else(|| at_load::how_to_record(&path)),
+                ),
+                ..row
+            },
+        }
+    }
+}
 
 /// `sha256:` and the first 12 hex digits (`--json` gives them all).
 fn short_digest(digest: &str) -> String {
@@ -153,6 +222,8 @@ fn short_digest(digest: &str) -> String {
 /// The widest NAME and SOURCE cells of `piton list`; a longer source keeps its end.
 const MAX_NAME_CELL: usize = 64;
 const MAX_SOURCE_CELL: usize = 48;
+/// The widest SIGNER cell of `piton list --sources` (`--json` gives it whole).
+const MAX_SIGNER_CELL: usize = 40;
 /// The column of `piton list` that gives up room so that lines fit the width.
 const DESCRIPTION_COLUMN: usize = 3;
 /// The narrowest the description column gets, however wide the others are.

@@ -58,8 +58,9 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Show each tool's file, where it came from (piton.lock; "copied by hand"
-        /// for a file `piton add` did not put there) and its digest.
+        /// Show each tool's file, where it came from (piton.lock; "not recorded" for
+        /// a file `piton add` did not put there, with the command that records it),
+        /// who signed it and its digest.
         #[arg(long)]
         sources: bool,
     },
@@ -125,8 +126,8 @@ enum Command {
         #[arg(long)]
         code_mode: bool,
     },
-    /// Build a tool project (Rust, Python, JavaScript or C) or a single source file
-    /// (tools.py, tools.js, tool.c) into a component, and print its path.
+    /// Build a tool project (Rust, Python, JavaScript, TypeScript, C or Go) or a single
+    /// source file (tools.py, tools.js, tools.ts, tool.c) into a component, and print its path.
     Build {
         /// The project folder or source file. Default: the current folder.
         path: Option<PathBuf>,
@@ -162,7 +163,7 @@ enum Command {
         /// REF without .wasm.
         #[arg(long, value_name = "NAME")]
         name: Option<String>,
-        /// The SHA-256 the component's bytes must have (required for a URL).
+        /// The SHA-256 its bytes must have (for a URL, unless [trust] require = "any").
         #[arg(long, value_name = "HEX")]
         sha256: Option<String>,
         /// Replace a file of that name that piton.lock does not record, or records

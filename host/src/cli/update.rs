@@ -8,7 +8,7 @@ use super::add::place;
 use super::load::PluginsArg;
 use super::out::{Outcome, say};
 use crate::supply::lock::Lock;
-use crate::supply::update::{Changed, Consent, Decision, Found, check};
+use crate::supply::update::{Consent, Decision, Found, check};
 use crate::term::Shown;
 
 /// `piton update`'s flags.
@@ -64,7 +64,8 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
             continue;
         };
         let found = check(&add, &name, entry, args.sha256.as_deref()).await;
-        let changed = match found {
+        // Whether it may do more than before, and whether it loses its signer.
+        let (fetched, signer, more, unsigned) = match found {
             Ok(Found::UpToDate) => {
                 println!("{name}: up to date ({})", entry.digest);
                 continue;
@@ -73,7 +74,45 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
                 println!("{name}: pinned ({}): {why}", entry.digest);
                 continue;
             }
-            Ok(Found::Changed(changed)) => changed,
+            Ok(Found::NewManifest(new)) => {
+                let manifest = new.fetched.resolved.clone().unwrap_or_default();
+                let was = entry.resolved.as_deref().unwrap_or("none");
+                let line = format!(
+                    "{name}: the same bytes ({}) under a new manifest, {manifest} (was {was})",
+                    entry.digest
+                );
+                let Some(change) = &new.signer_change else {
+                    // Nothing it may do changed, and the signer stays: recorded unasked.
+                    match add.install(&name, new.fetched, &entry.source, new.signer) {
+                        Ok(_) => println!("{line}: recorded"),
+                        Err(e) => {
+                            say(format_args!(
+                                "error: {name}: {e}; the file in place is kept"
+                            ));
+                            outcome = Outcome::ErrorResult;
+                        }
+                    }
+                    continue;
+                };
+                println!("{line}");
+                println!("{change}");
+                (new.fetched, new.signer, false, true)
+            }
+            Ok(Found::Changed(changed)) => {
+                println!("{name}: a new version from {}", shown.cell(&entry.source));
+                if let Some(why) = &changed.old_missing {
+                    println!(
+                        "  the file in place has no profile ({why}): every tool counts as new"
+                    );
+                }
+                print!("{}", changed.diff);
+                if let Some(change) = &changed.signer_change {
+                    println!("{change}");
+                }
+                let more = changed.diff.has_weakenings();
+                let unsigned = changed.signer_change.is_some();
+                (changed.fetched, changed.signer, more, unsigned)
+            }
             Err(e) => {
                 say(format_args!(
                     "error: {name}: {e}; the file in place is kept"
@@ -82,19 +121,20 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
                 continue;
             }
         };
-        println!("{name}: a new version from {}", shown.cell(&entry.source));
-        if let Some(why) = &changed.old_missing {
-            println!("  the file in place has no profile ({why}): every tool counts as new");
-        }
-        print!("{}", changed.diff);
-        let decision = match args.consent.settle(&changed.diff) {
+        let weakens = more || unsigned;
+        let decision = match args.consent.settle(weakens) {
             Some(decision) => decision,
-            None => ask(&name, &changed)?,
+            None => ask(&name, weakens)?,
         };
         match decision {
             Decision::Take => {
-                let new = changed.fetched.digest();
-                match add.install(&name, changed.fetched, &entry.source, changed.signer) {
+                let new = fetched.digest();
+                let manifest = fetched.resolved.clone();
+                match add.install(&name, fetched, &entry.source, signer) {
+                    Ok(_) if new == entry.digest => println!(
+                        "{name}: recorded the new manifest {}",
+                        manifest.as_deref().unwrap_or("none")
+                    ),
                     Ok(_) => println!("{name}: updated {} → {new}", entry.digest),
                     Err(e) => {
                         say(format_args!(
@@ -105,17 +145,27 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
                 }
             }
             Decision::Keep => {
-                let refused = changed.diff.has_weakenings() && args.consent.yes;
+                let refused = weakens && args.consent.yes;
                 let unasked = !args.consent.yes && !io::stdin().is_terminal();
                 // A script's update that was not taken fails, so that it is seen.
                 if refused || unasked {
                     outcome = Outcome::ErrorResult;
                 }
-                let why = if refused {
-                    ": it may do more than before (the ! lines), which --yes does not take \
-                     without --allow-weaker"
-                } else {
-                    ""
+                let why = match (refused, more, unsigned) {
+                    (false, _, _) => "",
+                    (true, true, false) => {
+                        ": it may do more than before (the ! lines), which --yes does not \
+                         take without --allow-weaker"
+                    }
+                    (true, false, _) => {
+                        ": it loses the signer piton.lock records (the ! line), which --yes \
+                         does not take without --allow-weaker"
+                    }
+                    (true, true, true) => {
+                        ": it may do more than before and loses the signer piton.lock \
+                         records (the ! lines), which --yes does not take without \
+                         --allow-weaker"
+                    }
                 };
                 println!("{name}: not updated, kept {}{why}", entry.digest);
             }
@@ -124,9 +174,10 @@ pub(super) async fn update(args: UpdateArgs) -> io::Result<Outcome> {
     Ok(outcome)
 }
 
-/// Asks on the terminal whether to take `changed`; without a terminal, the answer
-/// is no (a script says --yes).
-fn ask(name: &str, changed: &Changed) -> io::Result<Decision> {
+/// Asks on the terminal whether to take the update of `name` (`weakens`: it may do
+/// more, or loses its signer); without a terminal, the answer is no (a script says
+/// --yes).
+fn ask(name: &str, weakens: bool) -> io::Result<Decision> {
     let stdin = io::stdin();
     if !stdin.is_terminal() {
         println!(
@@ -135,7 +186,7 @@ fn ask(name: &str, changed: &Changed) -> io::Result<Decision> {
         );
         return Ok(Decision::Keep);
     }
-    let weaker = if changed.diff.has_weakenings() {
+    let weaker = if weakens {
         "It may do more than before (the ! lines). "
     } else {
         ""

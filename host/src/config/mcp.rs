@@ -8,6 +8,7 @@
 //! timeout = "30s"               # connecting, listing and each call; default: 60 s to connect and list, calls unlimited
 //! tools = ["echo", "get-sum"]   # only these (default: all)
 //! trust_hints = true            # take its annotations at their word when asking (default: false)
+//! protocol = "2026-07-28"       # speak to it statelessly (server/discover); default "2025-11-25" (a session)
 //! [mcp.remote]
 //! url = "http://127.0.0.1:3001/mcp"
 //! headers = { Authorization = "Bearer ${TOKEN}" }
@@ -87,6 +88,27 @@ pub enum McpError {
     /// A `command` line, `${VAR}` template or `timeout`.
     #[error(transparent)]
     Value(#[from] ValueError),
+    /// A `protocol` piton does not speak to a server.
+    #[error(
+        "protocol {0:?} is not one piton speaks to a server; write \"2025-11-25\" (the \
+         default: `initialize`, one session) or \"2026-07-28\" (`server/discover`, stateless)"
+    )]
+    Protocol(String),
+}
+
+/// The MCP revision piton speaks to an upstream server, and so how the server asks
+/// its questions during a call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpstreamProtocol {
+    /// 2025-11-25: `initialize`, one session; the server asks with `elicitation/create`
+    /// during the call, and tells when its tools change.
+    #[default]
+    Session,
+    /// 2026-07-28: `server/discover`, then each request stands alone; the server asks
+    /// by answering `tools/call` with `input_required`, and the call is made again
+    /// with the answers and the server's `requestState`.
+    Stateless,
 }
 
 /// What piton.toml says about one upstream server.
@@ -101,6 +123,8 @@ pub struct UpstreamConfig {
     /// `trust_hints = true`: its tools' annotations are taken at their word when
     /// deciding whether to ask the person about a call (the seed's `trust_mcp`).
     pub trust_hints: bool,
+    /// The revision spoken to it (`protocol`).
+    pub protocol: UpstreamProtocol,
 }
 
 /// How an upstream server is reached.
@@ -222,6 +246,7 @@ pub(crate) struct RawMcp {
     timeout: Option<String>,
     tools: Option<Vec<String>>,
     trust_hints: Option<bool>,
+    protocol: Option<String>,
 }
 
 /// Parses `[mcp.NAME]`; an error is the key and the mistake.
@@ -313,11 +338,17 @@ pub(crate) fn parse_mcp(
     {
         return Err((at("tools"), McpError::ToolName(bad.clone())));
     }
+    let protocol = match raw.protocol.as_deref() {
+        None | Some("2025-11-25") => UpstreamProtocol::Session,
+        Some("2026-07-28") => UpstreamProtocol::Stateless,
+        Some(other) => return Err((at("protocol"), McpError::Protocol(other.to_owned()))),
+    };
     let config = UpstreamConfig {
         connect,
         timeout,
         tools: raw.tools,
         trust_hints: raw.trust_hints.unwrap_or(false),
+        protocol,
     };
     // The same checks the library makes (URL, header names and values).
     if let UpstreamConnect::Http { url, headers } = &config.connect {
@@ -414,6 +445,10 @@ mod tests {
             }
         );
         assert_eq!(config.mcp["remote"].timeout, None);
+        assert_eq!(config.mcp["remote"].protocol, UpstreamProtocol::Session);
+        let modern = "[mcp.m]\nurl = \"http://h/mcp\"\nprotocol = \"2026-07-28\"";
+        let config = parse(modern).unwrap();
+        assert_eq!(config.mcp["m"].protocol, UpstreamProtocol::Stateless);
     }
 
     /// A section, the key at fault, a part of the message and the variant.
@@ -486,6 +521,12 @@ mod tests {
                 "mcp.a.cwd",
                 "not a folder",
                 |e| matches!(e, McpError::Cwd(_)),
+            ),
+            (
+                "[mcp.a]\ncommand = \"x\"\nprotocol = \"2026\"",
+                "mcp.a.protocol",
+                "\"2026-07-28\" (`server/discover`, stateless)",
+                |e| matches!(e, McpError::Protocol(_)),
             ),
             (
                 "[mcp.a]\ncommand = \"x\"\ntools = [\"\"]",

@@ -56,7 +56,7 @@ pub use self::code::CodeSettings;
 use self::code::RawCode;
 pub use self::hint_overrides::HintOverrides;
 use self::mcp::{RawMcp, parse_mcp};
-pub use self::mcp::{UpstreamConfig, UpstreamConnect};
+pub use self::mcp::{UpstreamConfig, UpstreamConnect, UpstreamProtocol};
 use self::pins::{Pins, RawPlugin, Sha256};
 use self::runtime::RawRuntime;
 pub use self::runtime::RuntimeSettings;

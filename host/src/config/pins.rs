@@ -127,6 +127,13 @@ pub enum PinnedBy {
         /// Where the component was added from.
         source: String,
     },
+    /// A check piton made a moment before on bytes read from the same file (a
+    /// signature verified at load, a fetch that hashed them): what is compiled must
+    /// be those bytes.
+    Checked {
+        /// What checked them: "the signature beside it (FILE)", "the fetch".
+        by: String,
+    },
 }
 
 impl Pin {
@@ -149,6 +156,11 @@ impl Pin {
                 locked: self.sha256.to_string(),
                 actual: actual.to_owned(),
             })),
+            PinnedBy::Checked { by } => LoadErrorKind::Changed {
+                by: by.clone(),
+                checked: self.sha256.to_string(),
+                actual: actual.to_owned(),
+            },
         };
         Err(LoadError {
             plugin: plugin.clone(),

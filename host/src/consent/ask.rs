@@ -6,21 +6,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use piton_wit::Hints;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::allow::Allowances;
-use super::form::{args_digest, args_shown, grants_digest, grants_shown};
+use super::form::{args_digest, grants_digest, grants_shown};
 use super::policy::{AskMode, AskReason, asks};
+use super::question::{CHOICE, Shown};
 use super::state::{Sealer, StateError, Subject};
 use crate::call::{Elicit, Question};
 use crate::grants::{Capabilities, Grants};
-use crate::tool::{Args, HintsTrust, Tool};
+use crate::tool::{Args, Tool};
 
 /// The key of piton's question among a 2026-07-28 result's `inputRequests`, and of
 /// the answer among the retry's `inputResponses`.
 pub const QUESTION_KEY: &str = "piton_approval";
-/// The form's one field.
-pub const CHOICE: &str = "decision";
 
 /// How the client of one call can be asked.
 pub enum Channel<'a> {
@@ -231,7 +230,17 @@ impl Consent {
         {
             return Verdict::Run(Outcome::AllowedEarlier);
         }
-        let question = || self.question(tool, hints, reason, &grants, &args_value, &subject);
+        let question = || {
+            let shown = Shown {
+                tool,
+                hints,
+                reason,
+                grants: &grants,
+                args: &args_value,
+                args_sha256: &subject.args_sha256,
+            };
+            shown.question(self.allow_for)
+        };
         let answer = match (channel, retry) {
             (Channel::Session { asker, .. }, _) => match asker.elicit(&question()).await {
                 Ok(answer) => answer,
@@ -302,70 +311,6 @@ impl Consent {
         }
     }
 
-    fn question(
-        &self,
-        tool: &dyn Tool,
-        hints: Hints,
-        reason: AskReason,
-        grants: &[String],
-        args: &Value,
-        subject: &Subject,
-    ) -> Question {
-        let spec = tool.spec();
-        let mut message = format!("Allow `{}` to run?", spec.name);
-        let first = spec.description.lines().next().unwrap_or_default().trim();
-        if !first.is_empty() {
-            message.push_str(&format!("\n{}", cut(first, 200)));
-        }
-        message.push_str(&format!(
-            "\n\nAsked because {}. This call: {} ({}).",
-            reason.as_str(),
-            hints_in_words(hints),
-            match tool.hints_trust() {
-                HintsTrust::Enforced => "held to it by piton's sandbox",
-                HintsTrust::Native => "the embedding program's own code",
-                HintsTrust::Trusted => "as its MCP server says, trusted by piton.toml",
-                _ => "as the tool says: nothing holds it to that",
-            }
-        ));
-        if grants.is_empty() {
-            message.push_str(
-                "\nGranted for this call: nothing (no files, no network, no environment).",
-            );
-        } else {
-            message.push_str("\nGranted for this call:");
-            for line in grants {
-                message.push_str(&format!("\n- {line}"));
-            }
-        }
-        message.push_str(&format!(
-            "\n\nArguments (SHA-256 {}):\n{}",
-            hex::encode(subject.args_sha256),
-            args_shown(args)
-        ));
-        let mut choices = vec![json!({"const": "allow_once", "title": "Allow once"})];
-        if !self.allow_for.is_zero() {
-            choices.push(json!({
-                "const": "allow_for_a_while",
-                "title": format!("Allow `{}` for the next {}", spec.name, minutes(self.allow_for)),
-            }));
-        }
-        choices.push(json!({"const": "deny", "title": "Deny"}));
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                CHOICE: {
-                    "type": "string",
-                    "title": "Your decision",
-                    "oneOf": choices,
-                    "default": "deny",
-                }
-            },
-            "required": [CHOICE],
-        });
-        Question { message, schema }
-    }
-
     /// What `piton serve` will ask about `tool`'s calls, in words (`piton inspect`).
     pub fn describe(&self, tool: &dyn Tool) -> String {
         let name = &tool.spec().name;
@@ -400,18 +345,22 @@ impl Consent {
     }
 
     fn cannot_ask(&self, name: &str, mode: AskMode, reason: AskReason) -> String {
-        let set_by = if self.forced {
-            format!("serve --approve {mode}")
-        } else if self.per_tool.contains_key(name) {
-            format!("piton.toml [tools.{name}] approve = \"{mode}\"")
+        let set_by = self.set_by(name, mode);
+        // Under `serve --approve` piton.toml's modes are not read: only the flag can
+        // stop the asking.
+        let stop = if self.forced {
+            format!(
+                "serve this run with `--approve never`, or without `--approve` and with \
+                 `approve = \"never\"` in [tools.{name}] of piton.toml"
+            )
         } else {
-            format!("piton.toml [approve] ask = \"{mode}\"")
+            format!("set `approve = \"never\"` in [tools.{name}] of piton.toml")
         };
         format!(
             "`{name}` was not run: its calls are asked about ({set_by}; {}), and this MCP \
              client cannot be asked: it did not declare the elicitation capability. To allow \
              it, use a client that supports elicitation (form mode) and turn it on, or stop \
-             asking about this tool with `approve = \"never\"` in [tools.{name}] of piton.toml",
+             asking about this tool: {stop}",
             reason.as_str()
         )
     }
@@ -431,47 +380,8 @@ fn call_capabilities(tool: &dyn Tool, hints: Hints) -> Capabilities {
     .for_call(hints)
 }
 
-/// A call's hints as the person reads them.
-fn hints_in_words(hints: Hints) -> String {
-    let mut words = Vec::new();
-    if hints.is_read_only() {
-        words.push("read-only");
-    } else if hints.is_destructive() {
-        words.push("may change or delete what it is granted");
-    } else {
-        words.push("may add, never changes or deletes what exists");
-    }
-    words.push(if hints.is_open_world() {
-        "may reach the hosts it is granted"
-    } else {
-        "no network"
-    });
-    words.join(", ")
-}
-
 fn refused(name: &str, error: &StateError) -> String {
     format!("`{name}` was not run: {error}")
-}
-
-fn cut(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => &text[..at],
-        None => text,
-    }
-}
-
-fn minutes(d: Duration) -> String {
-    let secs = d.as_secs();
-    if secs.is_multiple_of(60) {
-        let m = secs / 60;
-        if m == 1 {
-            "minute".into()
-        } else {
-            format!("{m} minutes")
-        }
-    } else {
-        format!("{secs} seconds")
-    }
 }
 
 enum Answer {

@@ -2,8 +2,12 @@
 //! to, what it is granted for this call (never a secret's value), and its arguments
 //! with their SHA-256.
 
+use serde::Serialize;
+use serde::ser::SerializeMap as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::call::hides_or_breaks;
 
 use crate::grants::{Capabilities, FsAccess, NetAccess};
 
@@ -12,31 +16,89 @@ use crate::grants::{Capabilities, FsAccess, NetAccess};
 pub const MAX_ARGS_SHOWN: usize = 2_000;
 
 /// The arguments as canonical JSON: object keys sorted at every level, so the same
-/// arguments give the same digest whatever order a client sends them in.
+/// arguments give the same digest whatever order a client sends them in; no spaces;
+/// and every character that could break, hide or reorder a line where the person
+/// reads it ([`hides_or_breaks`]: U+2028, NEL, the bidi marks…) written as `\uXXXX`,
+/// which serde_json leaves as is. It is still JSON, of the same arguments.
 pub fn canonical(args: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&map[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    // A map built in sorted order keeps it (with or without serde_json's
-    // preserve_order); serialising a Value cannot fail.
-    serde_json::to_string(&sorted(args)).unwrap_or_default()
+    let mut text = Vec::new();
+    write_canonical(args, &mut text);
+    // Only ASCII escapes are added to serde_json's UTF-8.
+    String::from_utf8(text).unwrap_or_default()
 }
 
-/// SHA-256 of the arguments' canonical JSON.
+/// SHA-256 of the arguments' canonical JSON: the text shown is the text hashed.
 pub fn args_digest(args: &Value) -> [u8; 32] {
-    Sha256::digest(canonical(args).as_bytes()).into()
+    let mut hash = HashWriter(Sha256::new());
+    write_canonical(args, &mut hash);
+    hash.0.finalize().into()
+}
+
+fn write_canonical(args: &Value, out: &mut impl std::io::Write) {
+    let mut json = serde_json::Serializer::with_formatter(out, Shown);
+    // Serialising a Value into memory or a hash cannot fail.
+    let _infallible = Sorted(args).serialize(&mut json);
+}
+
+/// A value whose objects serialize with their keys sorted (whether or not
+/// serde_json's preserve_order is on), without a sorted copy.
+struct Sorted<'a>(&'a Value);
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                let mut object = to.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    object.serialize_entry(key, &Sorted(value))?;
+                }
+                object.end()
+            }
+            Value::Array(items) => to.collect_seq(items.iter().map(Sorted)),
+            other => other.serialize(to),
+        }
+    }
+}
+
+/// serde_json's compact form, with the characters that [`hides_or_breaks`] in
+/// strings escaped (serde_json escapes only `"`, `\\` and U+0000 to U+001F).
+struct Shown;
+
+impl serde_json::ser::Formatter for Shown {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut from = 0;
+        for (at, c) in fragment.char_indices() {
+            if hides_or_breaks(c) {
+                writer.write_all(&fragment.as_bytes()[from..at])?;
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(writer, "\\u{unit:04x}")?;
+                }
+                from = at + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[from..])
+    }
+}
+
+/// Feeds what is written to a hash.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The arguments as shown: canonical JSON cut at [`MAX_ARGS_SHOWN`] characters on a
@@ -160,5 +222,28 @@ mod tests {
         assert!(!text.contains("s3cret"), "{text}");
         let narrower = grants_shown(&grants.for_call(Hints::worst().destructive(false)));
         assert_ne!(grants_digest(&lines), grants_digest(&narrower));
+    }
+
+    #[test]
+    fn characters_that_break_hide_or_reorder_text_are_escaped_and_still_json() {
+        let text = "a\u{2028}b\u{2029}c\u{85}d\u{7f}e\u{202e}f\u{2066}g\u{200b}h\u{feff}i\u{e0041}j\u{61c}k";
+        let args = json!({ "path": text, "\u{202e}key": ["\u{2028}"] });
+        let shown = canonical(&args);
+        assert!(
+            shown.chars().all(|c| c.is_ascii() && !c.is_ascii_control()),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains(
+                r"a\u2028b\u2029c\u0085d\u007fe\u202ef\u2066g\u200bh\ufeffi\udb40\udc41j\u061ck"
+            ),
+            "{shown}"
+        );
+        let parsed: Value = serde_json::from_str(&shown).expect("still JSON");
+        assert_eq!(parsed, args);
+        // Text that needs nothing escaped is as serde_json writes it.
+        let plain = json!({"path": "é/日本/x\ty"});
+        assert_eq!(canonical(&plain), serde_json::to_string(&plain).unwrap());
+        assert_eq!(args_shown(&args), shown);
     }
 }

@@ -17,7 +17,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use sha2::{Digest as _, Sha256};
 
 use crate::call::notes::{Denial, Granted};
 use crate::config::audit::{AuditSettings, AuditTo};
@@ -115,6 +114,12 @@ pub(crate) struct Record<'a> {
     /// How the person's consent went: asked, allowed_once, denied, could_not_ask…
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) consent: Option<&'static str>,
+    /// The questions the tool's upstream MCP server asked during the call, and what
+    /// became of each (the first few).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) upstream_questions: Vec<crate::call::notes::UpstreamQuestion>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) upstream_questions_not_listed: u64,
     pub(crate) duration_ms: f64,
     pub(crate) outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -247,27 +252,10 @@ fn write_all(queue: &Queue, mut out: Box<dyn std::io::Write + Send>, name: &str)
     }
 }
 
-/// The SHA-256 of the arguments' JSON text, in hex.
+/// The SHA-256 of the arguments' canonical JSON text, in hex: the digest a consent
+/// question shows the person (consent/form.rs), so a record and a question match.
 pub(crate) fn arguments_sha256(args: &serde_json::Value) -> String {
-    let mut hasher = Sha256::new();
-    if serde_json::to_writer(HashWriter(&mut hasher), args).is_err() {
-        // Not seen: a JSON value always serializes.
-        hasher.update(b"?");
-    }
-    hex::encode(hasher.finalize())
-}
-
-struct HashWriter<'a>(&'a mut Sha256);
-
-impl std::io::Write for HashWriter<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    hex::encode(crate::consent::form::args_digest(args))
 }
 
 /// `time` as RFC 3339 in UTC, to the millisecond: `2026-12-01T16:21:54.123Z`.
@@ -311,11 +299,12 @@ mod tests {
     }
 
     #[test]
-    fn the_arguments_hash_is_of_their_json_text() {
-        let args = serde_json::json!({"text": "a b c"});
+    fn the_arguments_hash_is_of_their_canonical_json_text() {
+        use sha2::{Digest as _, Sha256};
+        let args = serde_json::json!({"text": "a b c", "at": "x\u{2028}y"});
         assert_eq!(
             arguments_sha256(&args),
-            hex::encode(Sha256::digest(br#"{"text":"a b c"}"#))
+            hex::encode(Sha256::digest(br#"{"at":"x\u2028y","text":"a b c"}"#))
         );
     }
 
@@ -339,6 +328,8 @@ mod tests {
             denials_not_listed: 0,
             approval: Approval::Deny("no".into()),
             consent: None,
+            upstream_questions: Vec::new(),
+            upstream_questions_not_listed: 0,
             duration_ms: 1.5,
             outcome: "ok",
             message: None,

@@ -17,7 +17,7 @@ use prometheus::{
     IntGaugeVec, Opts, TextEncoder,
 };
 
-use crate::call::notes::Capability;
+use crate::call::notes::{Capability, QuestionOutcome};
 use crate::wasm::cache::CacheCounts;
 
 /// The histogram's buckets, in seconds: from a fast in-process call (~20 µs) to the
@@ -94,6 +94,7 @@ pub(crate) struct Metrics {
     cache_misses: IntCounter,
     audit_dropped: IntCounter,
     approvals: IntCounterVec,
+    upstream_questions: IntCounterVec,
     /// The tools that have series.
     names: Mutex<BTreeSet<String>>,
     /// Scrapes one at a time, so the cache counts are brought up to date once.
@@ -223,8 +224,16 @@ impl Metrics {
              could_not_ask, tampered.",
             &["tool", "decision"],
         )?;
+        let upstream_questions = counters(
+            "piton_upstream_questions_total",
+            "Questions an upstream MCP server asked during a call of one of its tools, by \
+             tool and outcome: accepted, declined, cancelled, no_answer, not_passed_on, \
+             answer_refused (a 2026-07-28 retry with an answer that no waiting call took).",
+            &["tool", "outcome"],
+        )?;
         Ok(Self {
             approvals,
+            upstream_questions,
             unknown: counter(
                 "piton_unknown_tool_calls_total",
                 "Calls naming no tool in the registry.",
@@ -277,11 +286,24 @@ impl Metrics {
         self.approvals.with_label_values(&[tool, decision]).inc();
     }
 
+    /// Counts `n` questions of an upstream server during calls of `tool` that ended
+    /// as `outcome`.
+    pub(crate) fn upstream_questions(&self, tool: &str, outcome: &str, n: u64) {
+        self.upstream_questions
+            .with_label_values(&[tool, outcome])
+            .inc_by(n);
+    }
+
     /// Drops the series of the tool called `name`.
     pub(crate) fn forget(&self, name: &str) {
         for outcome in crate::consent::Outcome::ALL {
             let _ = self
                 .approvals
+                .remove_label_values(&[name, outcome.as_str()]);
+        }
+        for outcome in QuestionOutcome::ALL {
+            let _ = self
+                .upstream_questions
                 .remove_label_values(&[name, outcome.as_str()]);
         }
         (self.names.lock().unwrap_or_else(PoisonError::into_inner)).remove(name);

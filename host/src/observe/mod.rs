@@ -290,6 +290,16 @@ impl<'a> Watch<'a> {
         {
             metrics.approval(self.name, consent.as_str());
         }
+        if let Some(metrics) = &self.observer.metrics {
+            for (outcome, n) in notes::QuestionOutcome::ALL
+                .iter()
+                .zip(taken.question_counts)
+            {
+                if n > 0 {
+                    metrics.upstream_questions(self.name, outcome.as_str(), n);
+                }
+            }
+        }
         if self.observer.audit.is_none() && self.observer.spans.is_none() {
             return;
         }
@@ -347,6 +357,12 @@ impl<'a> Watch<'a> {
             denials_not_listed: denied.saturating_sub(listed),
             approval: std::mem::take(&mut self.facts.approval),
             consent: self.facts.consent.map(crate::consent::Outcome::as_str),
+            upstream_questions_not_listed: taken
+                .question_counts
+                .iter()
+                .sum::<u64>()
+                .saturating_sub(taken.questions.len() as u64),
+            upstream_questions: taken.questions,
             duration_ms: took.as_secs_f64() * 1000.0,
             outcome,
             message,

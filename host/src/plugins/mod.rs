@@ -11,12 +11,14 @@ use crate::config::values::env_path;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::protected::Protected;
 use crate::source::ToolSource;
-use crate::supply::at_load;
+use crate::supply::at_load::{self, Judged};
 use crate::supply::lock::{LOCK_FILE, Lock};
 use crate::upstream::{StdioCommand, UpstreamConnect};
 use crate::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
 
 mod entry;
+#[cfg(test)]
+mod tests;
 mod watch;
 pub use watch::{FolderWatch, Watched};
 
@@ -192,7 +194,6 @@ pub async fn read_locked(
     locked: &BTreeMap<String, Pin>,
     lock: &Lock,
 ) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
-    let pins: &Pins = &config.pins;
     // Every component's specs first, on baseline code where the cache lacks its
     // optimised code; the optimised compiles after (see wasm/optimise.rs).
     let _held = runtime.hold_optimising();
@@ -202,29 +203,11 @@ pub async fn read_locked(
                 folder: folder.clone(),
                 source,
             })?;
-            let check = entry::check(config);
-            let mut refused = at_load::refused(&files, lock, &config.trust);
-            let loads = files.into_iter().map(|file| {
-                let runtime = runtime.clone();
-                let source = ToolSource::File(file.clone());
-                let name = file.file_name().and_then(|name| name.to_str());
-                let untrusted = name.and_then(|name| refused.remove(name));
-                let lock_pin = name.and_then(|name| locked.get(name)).cloned();
-                let pins: Vec<Pin> = pins.file(&file).into_iter().chain(lock_pin).collect();
-                let check = check.clone();
-                let plugin = source.clone();
-                (source, async move {
-                    if let Some(why) = untrusted {
-                        return Err(LoadError {
-                            plugin,
-                            kind: LoadErrorKind::Untrusted(why),
-                        });
-                    }
-                    let pins: Vec<&Pin> = pins.iter().collect();
-                    runtime.load_file_checked(&file, &pins, Some(check)).await
-                })
-            });
-            on_every_core(loads).await
+            for line in at_load::not_recorded(&files, lock) {
+                tracing::info!("{line}");
+            }
+            let judged = at_load::judge(&files, lock, &config.trust);
+            load_judged(runtime, files, judged, config, locked).await
         }
         PluginsAt::Bundled => {
             let loads = crate::bundled::plugins().iter().map(|(name, bytes)| {
@@ -240,6 +223,48 @@ pub async fn read_locked(
             on_every_core(loads).await
         }
     })
+}
+
+/// Loads each of `files` as the trust policy `judged` it (see [`at_load::judge`]):
+/// a refused file is not read by the engine, a file whose signature verified loads
+/// only with the bytes verified; every pin of piton.toml and of `locked` holds too.
+async fn load_judged(
+    runtime: &WasmRuntime,
+    files: Vec<PathBuf>,
+    mut judged: BTreeMap<String, Judged>,
+    config: &Config,
+    locked: &BTreeMap<String, Pin>,
+) -> Vec<Result<Vec<WasmTool>, LoadError>> {
+    let pins: &Pins = &config.pins;
+    let check = entry::check(config);
+    let loads = files.into_iter().map(|file| {
+        let runtime = runtime.clone();
+        let source = ToolSource::File(file.clone());
+        let name = file.file_name().and_then(|name| name.to_str());
+        let (untrusted, verified) = match name.and_then(|name| judged.remove(name)) {
+            Some(Judged::Refused(why)) => (Some(why), None),
+            Some(Judged::Verified(pin)) => (None, Some(pin)),
+            None => (None, None),
+        };
+        let lock_pin = name.and_then(|name| locked.get(name)).cloned();
+        let pins: Vec<Pin> = (pins.file(&file).into_iter())
+            .chain(lock_pin)
+            .chain(verified)
+            .collect();
+        let check = check.clone();
+        let plugin = source.clone();
+        (source, async move {
+            if let Some(why) = untrusted {
+                return Err(LoadError {
+                    plugin,
+                    kind: LoadErrorKind::Untrusted(why),
+                });
+            }
+            let pins: Vec<&Pin> = pins.iter().collect();
+            runtime.load_file_checked(&file, &pins, Some(check)).await
+        })
+    });
+    on_every_core(loads).await
 }
 
 /// Runs each load as a task of its own, so that their work outside the blocking pool

@@ -1,4 +1,5 @@
-//! Watching a plugins folder: the `*.wasm` files and piton.toml in it, and the config
+//! Watching a plugins folder: the `*.wasm` files (and the signature bundles beside
+//! them, `*.wasm.sigstore.json`) and piton.toml in it, and the config
 //! file wherever it is, through the `notify` crate (inotify, FSEvents, ...; its
 //! polling watcher when those cannot start). [`FolderWatch::changed`] turns a burst of
 //! file events into one change, once the files held still; what to do with it (reload)
@@ -76,9 +77,16 @@ impl Filter {
         folders
     }
 
-    /// Whether `name` in the plugins folder is one of its watched files.
+    /// Whether `name` in the plugins folder is one of its watched files: a component,
+    /// the signature bundle beside one (whether it verifies decides the load), or
+    /// piton.toml.
     fn is_plugin_file(name: &OsStr) -> bool {
-        Path::new(name).extension().is_some_and(|ext| ext == "wasm") || name == "piton.toml"
+        let bundle = name
+            .to_str()
+            .is_some_and(|name| name.ends_with(".wasm.sigstore.json"));
+        Path::new(name).extension().is_some_and(|ext| ext == "wasm")
+            || bundle
+            || name == "piton.toml"
     }
 
     /// The watched files now: those of the folder, and the extra files.

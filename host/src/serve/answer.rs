@@ -1,6 +1,6 @@
-//! The answer to one `tools/call`: what the rmcp handler (session.rs) and the lean
-//! stdio path (lean.rs) both give, from one function, so that the two can never
-//! differ in what a call answers.
+//! The answers to `tools/call` and `tools/list`: what the rmcp handler (session.rs)
+//! and the lean paths (stdio/lean.rs, http/lean.rs) all give, from one function each,
+//! so that they can never differ in what a call or a listing answers.
 //!
 //! A call goes through [`Registry::call_with`], in the [`CallContext`] the transport
 //! made (with the trace context its client sent): content becomes a result, an error result
@@ -12,7 +12,10 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult, Tool as WireTool,
+    ToolAnnotations,
+};
 use serde_json::Value;
 
 use super::stop::Calls;
@@ -20,7 +23,38 @@ use crate::call::CallContext;
 use crate::consent::{Channel, QUESTION_KEY, Question};
 use crate::error::CallError;
 use crate::registry::Registry;
-use crate::tool::{Content, DONE};
+use crate::tool::{Content, DONE, DynTool};
+
+/// Every tool of `registry`, in one page. An upstream server that cannot be listed
+/// leaves out its tools, not the others'; its error goes to the log.
+pub(super) async fn list_tools(registry: &Registry) -> ListToolsResult {
+    let listing = registry.list().await;
+    for error in &listing.errors {
+        tracing::warn!(%error, "tools/list: left out an upstream server's tools");
+    }
+    ListToolsResult::with_all_items(listing.tools.iter().map(mcp_tool).collect())
+}
+
+/// A registry tool as MCP lists it: all four hints set, so no client falls back
+/// to the spec's worst-case defaults for a tool whose hints piton enforces.
+fn mcp_tool(tool: &DynTool) -> WireTool {
+    let spec = tool.spec();
+    let hints = tool.hints();
+    let schema = match &spec.input_schema {
+        Value::Object(schema) => schema.clone(),
+        // The registry only admits object schemas; this keeps the listing valid anyway.
+        _ => serde_json::Map::from_iter([("type".to_owned(), Value::from("object"))]),
+    };
+    WireTool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(
+        ToolAnnotations::from_raw(
+            None,
+            Some(hints.is_read_only()),
+            Some(hints.is_destructive()),
+            Some(hints.is_idempotent()),
+            Some(hints.is_open_world()),
+        ),
+    )
+}
 
 /// Calls `name` with `arguments` (none is `{}`) on `registry` in `ctx`, counted
 /// among `calls`, asking the person over `channel` when the consent policy says so,

@@ -11,13 +11,18 @@
 mod answer;
 mod ask;
 mod http;
+mod reply;
 mod rounds;
 mod served;
 mod server;
 mod session;
 mod signal;
+mod stateless;
 mod stdio;
 mod stop;
+#[cfg(test)]
+mod test_tools;
+mod traced;
 
 pub use http::host_check::{AllowedHost, HostCheck};
 pub use http::limits::{HttpLimits, per_client};

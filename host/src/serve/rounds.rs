@@ -142,7 +142,16 @@ pub(super) async fn call_tool(
     {
         let mut running = match waiting.take(id, &request.name, &digest, request.within) {
             Ok(running) => running,
-            Err(refused) => return Ok(refused_result(&refused)),
+            Err(refused) => {
+                let args = Value::Object(request.arguments.unwrap_or_default());
+                return Ok(refused_result(
+                    &registry,
+                    &request.ctx,
+                    &request.name,
+                    &args,
+                    &refused,
+                ));
+            }
         };
         let answer = request
             .responses
@@ -240,10 +249,19 @@ enum Refused {
     OtherArguments,
 }
 
-/// The error result of a refused retry: the model reads it.
-fn refused_result(refused: &Refused) -> CallToolResponse {
+/// The error result of a refused retry, which the model reads; audited and counted
+/// as a call of `name` whose answer was refused.
+fn refused_result(
+    registry: &Registry,
+    ctx: &CallContext,
+    name: &str,
+    args: &Value,
+    refused: &Refused,
+) -> CallToolResponse {
     tracing::warn!("tools/call retry refused: {refused}");
-    CallToolResult::error(vec![ContentBlock::text(refused.to_string())]).into()
+    let why = refused.to_string();
+    let _error = registry.refused_answer(ctx, name, args, &why);
+    CallToolResult::error(vec![ContentBlock::text(why)]).into()
 }
 
 impl Waiting {

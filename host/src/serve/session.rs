@@ -17,19 +17,16 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as WireTool,
-    ToolAnnotations,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::Value;
 use tokio::sync::watch;
 
 use super::served::Served;
-use super::{answer, ask, rounds};
-use crate::call::{CallContext, TraceParent};
+use super::{answer, ask, stateless, traced};
+use crate::call::CallContext;
 use crate::consent::Channel;
-use crate::tool::DynTool;
 
 /// Why serving ended with a failure (a clean end of input is `Ok`).
 #[derive(Debug, thiserror::Error)]
@@ -166,18 +163,9 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + Send + '_ {
-        // One page holds every tool. A snapshot: a reload meanwhile does not matter.
+        // A snapshot: a reload meanwhile does not matter.
         let registry = self.served.registry();
-        async move {
-            let listing = registry.list().await;
-            // An upstream server that cannot be listed leaves out its tools, not the
-            // others'; its error goes to the log.
-            for error in &listing.errors {
-                tracing::warn!(%error, "tools/list: left out an upstream server's tools");
-            }
-            let tools = listing.tools.iter().map(mcp_tool).collect();
-            Ok(ListToolsResult::with_all_items(tools))
-        }
+        async move { Ok(answer::list_tools(&registry).await) }
     }
 
     fn on_initialized(
@@ -235,49 +223,21 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The call runs on the registry of now to its end, even if a reload swaps in
-        // another one meanwhile.
-        let registry = self.served.registry();
         let ctx = call_context(&request, &context);
         let elicits = ask::can_elicit(context.client_capabilities().as_ref());
         let stateless = context
             .protocol_version()
             .is_some_and(|version| !version.has_initialize());
-        let within = registry
-            .consent()
-            .map_or(ask::ANSWER_WITHIN, |c| c.answer_within());
-        let asker = self.asker(&context.peer, within);
-        // A session client that can be asked is asked an upstream server's own
-        // questions during the call, too.
-        let ctx = if elicits && !stateless {
-            ctx.with_asker(asker.clone())
-        } else {
-            ctx
-        };
-        let scope = if stateless {
-            self.stateless_scope(&context)
-        } else {
-            self.scope.name.clone()
-        };
-        // The calls a program makes (code mode) are allowed for a while in it too.
-        let ctx = ctx.with_scope(&scope);
-        if elicits && stateless {
-            // An upstream server's question is asked with input_required (rounds.rs).
-            let request = rounds::Request {
+        if stateless {
+            let call = stateless::Call {
                 ctx,
-                name: request.name.to_string(),
+                name: request.name.into_owned(),
                 arguments: request.arguments,
                 responses: request.input_responses,
                 state: request.request_state,
-                scope,
-                within,
+                elicits,
             };
-            let call = rounds::call_tool(
-                registry,
-                self.served.calls(),
-                self.served.waiting(),
-                request,
-            );
+            let call = stateless::call_tool(&self.served, call, || self.stateless_scope(&context));
             return tokio::select! {
                 result = call => result,
                 () = context.ct.cancelled() => {
@@ -285,17 +245,26 @@ impl ServerHandler for Session {
                 }
             };
         }
-        let channel = match (elicits, stateless) {
-            (false, _) => Channel::Cannot,
-            (true, true) => Channel::Rounds {
-                responses: request.input_responses.as_ref(),
-                state: request.request_state.as_deref(),
-                scope: &scope,
-            },
-            (true, false) => Channel::Session {
+        // The call runs on the registry of now to its end, even if a reload swaps in
+        // another one meanwhile.
+        let registry = self.served.registry();
+        let within = registry
+            .consent()
+            .map_or(ask::ANSWER_WITHIN, |c| c.answer_within());
+        let asker = self.asker(&context.peer, within);
+        let scope = &self.scope.name;
+        // The calls a program makes (code mode) are allowed for a while in it too.
+        let ctx = ctx.with_scope(scope);
+        let (ctx, channel) = if elicits {
+            // A session client that can be asked is asked an upstream server's own
+            // questions during the call, too.
+            let channel = Channel::Session {
                 asker: &*asker,
-                scope: &scope,
-            },
+                scope,
+            };
+            (ctx.with_asker(asker.clone()), channel)
+        } else {
+            (ctx, Channel::Cannot)
         };
         let call = answer::call_tool(
             &registry,
@@ -316,66 +285,23 @@ impl ServerHandler for Session {
     }
 }
 
-/// The context of a call: the first valid `traceparent` (with its `tracestate`) of
-/// the request's `_meta` (in its params, or as rmcp hands it to the handler) and, on
-/// Streamable HTTP, of its headers. `_meta` wins: it is the client's, the headers may
-/// be a proxy's. None valid: the call starts a trace of its own.
+/// The context of a call, with the trace context of the request's `_meta` (in its
+/// params, or as rmcp hands it to the handler) or, on Streamable HTTP, of its headers
+/// (see [`traced::call_context`]).
 fn call_context(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> CallContext {
-    let from_meta = |meta: &MetaObject| {
-        meta.get_traceparent()
-            .map(|parent| (parent.to_owned(), meta.get_tracestate().map(str::to_owned)))
-    };
-    let from_headers = || {
-        let headers = &context.extensions.get::<http::request::Parts>()?.headers;
-        let mut parents = headers.get_all("traceparent").iter();
-        // Two traceparent fields are no valid one.
-        let parent = parents.next()?.to_str().ok()?;
-        if parents.next().is_some() {
-            return None;
-        }
-        // tracestate fields are one list, in order.
-        let states: Vec<&str> = headers
-            .get_all("tracestate")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect();
-        let state = (!states.is_empty()).then(|| states.join(","));
-        Some((parent.to_owned(), state))
-    };
-    let found = [
+    fn from_meta(meta: &MetaObject) -> Option<(&str, Option<&str>)> {
+        Some((meta.get_traceparent()?, meta.get_tracestate()))
+    }
+    let metas = [
         request.meta.as_deref().and_then(from_meta),
         from_meta(&context.meta.0),
-    ]
-    .into_iter()
-    .flatten()
-    .chain(std::iter::once_with(from_headers).flatten())
-    .find(|(parent, _)| TraceParent::parse(parent).is_some());
-    match found {
-        Some((parent, state)) => CallContext::new().traced(Some(&parent), state.as_deref()),
-        None => CallContext::new(),
-    }
-}
-
-/// A registry tool as MCP lists it: all four hints set, so no client falls back
-/// to the spec's worst-case defaults for a tool whose hints piton enforces.
-fn mcp_tool(tool: &DynTool) -> WireTool {
-    let spec = tool.spec();
-    let hints = tool.hints();
-    let schema = match &spec.input_schema {
-        Value::Object(schema) => schema.clone(),
-        // The registry only admits object schemas; this keeps the listing valid anyway.
-        _ => serde_json::Map::from_iter([("type".to_owned(), Value::from("object"))]),
-    };
-    WireTool::new(spec.name.clone(), spec.description.clone(), schema).with_annotations(
-        ToolAnnotations::from_raw(
-            None,
-            Some(hints.is_read_only()),
-            Some(hints.is_destructive()),
-            Some(hints.is_idempotent()),
-            Some(hints.is_open_world()),
-        ),
-    )
+    ];
+    let headers = context
+        .extensions
+        .get::<http::request::Parts>()
+        .map(|parts| &parts.headers);
+    traced::call_context(metas.into_iter().flatten(), headers)
 }

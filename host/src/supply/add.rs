@@ -1,20 +1,22 @@
 //! `piton add` and `piton remove` as a library: fetch into a temporary file of the
-//! plugins folder, check the component as `piton check` does, record it in
-//! piton.lock, rename it into place as `NAME.wasm`. Each step is public, so that a
-//! caller can put its own between them (a signature check before [`Add::install`],
-//! a permission diff before an update's install).
+//! plugins folder, check its signatures against the trust policy, check the
+//! component as `piton check` does (which runs its code, to read its spec: never
+//! before the trust check), record it in piton.lock, rename it into place as
+//! `NAME.wasm`. Each step is public, so that a caller can put its own between them
+//! (a permission diff before an update's install).
 
 use std::path::{Path, PathBuf};
 
-use crate::config::pins::Sha256;
+use crate::config::pins::{Pin, PinnedBy, Sha256};
+use crate::error::LoadErrorKind;
 use crate::supply::fetch::fetch;
 use crate::supply::fetched::{FetchError, FetchLimits, Fetched};
 use crate::supply::lock::{Lock, LockEntry, LockError, check_name};
 use crate::supply::reference::{RefError, Reference};
 use crate::supply::signatures::{self, TrustError};
 use crate::supply::trust::TrustPolicy;
-use crate::wasm::WasmRuntime;
 use crate::wasm::check::Checked;
+use crate::wasm::{LoadFrom, WasmRuntime};
 
 /// How to add components to one plugins folder.
 #[derive(Clone, Debug)]
@@ -94,6 +96,14 @@ pub enum AddError {
         /// The reference.
         reference: String,
         /// Why, as `piton check` says it.
+        why: String,
+    },
+    /// The fetched file changed between the fetch and the check.
+    #[error("{reference}: {why}; nothing was added")]
+    Changed {
+        /// The reference.
+        reference: String,
+        /// What changed, naming both digests.
         why: String,
     },
     /// Its signatures could not be had, or the trust policy refused them.
@@ -176,6 +186,11 @@ impl Add {
         .await?)
     }
 
+    /// The trust policy it checks components against.
+    pub fn policy(&self) -> &TrustPolicy {
+        &self.trust
+    }
+
     /// The runtime it checks components with.
     pub fn runtime(&self) -> &WasmRuntime {
         &self.runtime
@@ -186,9 +201,10 @@ impl Add {
         &self.folder
     }
 
-    /// All of `piton add`: [`Add::fetch`], [`Add::check`], [`Add::trust`],
+    /// All of `piton add`: [`Add::fetch`], [`Add::trust`], [`Add::check`],
     /// [`Add::install`]. `given` is the reference as written (what the lock records),
-    /// `expected` the `--sha256`, `name` the `--name`.
+    /// `expected` the `--sha256`, `name` the `--name`. Trust comes before the check:
+    /// checking reads the component's spec in an instance, which runs its code.
     pub async fn run(
         &self,
         reference: &Reference,
@@ -199,8 +215,8 @@ impl Add {
         let name = self.name_for(reference, given, name)?;
         self.may_write(given, &name)?;
         let fetched = self.fetch(reference, given, expected).await?;
-        let checked = self.check(&fetched, given).await?;
         let signer = self.trust(reference, given, &fetched).await?;
+        let checked = self.check(&fetched, given).await?;
         let (entry, replaced) = self.install(&name, fetched, given, signer)?;
         Ok(Added {
             name,
@@ -264,14 +280,33 @@ impl Add {
         Ok(fetch(reference, given, expected, &self.folder, self.limits).await?)
     }
 
-    /// Checks the fetched component as `piton check` does.
+    /// Checks the fetched component as `piton check` does: in instances with no
+    /// capabilities, but its code runs; call [`Add::trust`] first. The bytes checked
+    /// must be the ones fetched (and trusted): a temporary file changed since is
+    /// refused before any of it runs.
     pub async fn check(&self, fetched: &Fetched, given: &str) -> Result<Checked, AddError> {
+        let fail = |why: String| AddError::Check {
+            reference: given.to_owned(),
+            why,
+        };
+        let sha256 = Sha256::parse(&fetched.sha256).map_err(|e| fail(e.to_string()))?;
+        let pin = Pin {
+            sha256,
+            section: given.to_owned(),
+            by: PinnedBy::Checked {
+                by: "the fetch".to_owned(),
+            },
+        };
+        let what = LoadFrom::File(fetched.temp.path().to_path_buf());
         self.runtime
-            .check_file(fetched.temp.path())
+            .check_pinned(what, Some(&pin))
             .await
-            .map_err(|e| AddError::Check {
-                reference: given.to_owned(),
-                why: e.kind.to_string(),
+            .map_err(|e| match e.kind {
+                kind @ LoadErrorKind::Changed { .. } => AddError::Changed {
+                    reference: given.to_owned(),
+                    why: kind.to_string(),
+                },
+                kind => fail(kind.to_string()),
             })
     }
 
@@ -333,4 +368,45 @@ pub fn remove(folder: &Path, lock_file: &Path, name: &str) -> Result<LockEntry, 
     }
     lock.save(lock_file)?;
     Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::wasm::RuntimeConfig;
+
+    #[tokio::test]
+    async fn the_check_compiles_only_the_bytes_fetched() {
+        let fetched_bytes = crate::plugins::bundled_bytes("word-count").expect("bundled");
+        let swapped = crate::plugins::bundled_bytes("read-file").expect("bundled");
+        // The temporary file holds other bytes than the fetch hashed (swapped in
+        // since): they must not be checked, that is, run.
+        let mut temp = tempfile::NamedTempFile::new().expect("temp file");
+        temp.write_all(swapped).expect("write");
+        let fetched = Fetched {
+            temp,
+            sha256: crate::supply::trust::Digest::of(fetched_bytes).hex(),
+            size: fetched_bytes.len() as u64,
+            resolved: None,
+        };
+        let runtime = WasmRuntime::new(RuntimeConfig {
+            cache_dir: None,
+            ..RuntimeConfig::default()
+        })
+        .expect("a runtime");
+        let folder = tempfile::tempdir().expect("temp dir");
+        let add = Add::new(
+            runtime,
+            folder.path().to_path_buf(),
+            folder.path().join("piton.lock"),
+            TrustPolicy::default(),
+        );
+        let Err(error) = add.check(&fetched, "./x.wasm").await else {
+            panic!("checked bytes that are not the ones fetched");
+        };
+        let text = error.to_string();
+        assert!(text.contains(&fetched.digest()), "{text}");
+    }
 }

@@ -31,7 +31,7 @@ pub async fn fetch(
         Reference::Oci(oci) => crate::supply::oci::pull(oci, temp, limits).await,
         Reference::Url { url, sha256, .. } => from_url(url, temp, limits)
             .await
-            .and_then(|fetched| expect(fetched, Some(*sha256))),
+            .and_then(|fetched| expect(fetched, *sha256)),
         Reference::Path(path) => from_path(path, temp, limits),
     }
     .map_err(fail)?;

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::limits::format_size;
+use crate::supply::login::{ConfigUnused, LoginError};
 
 /// How a fetch is bounded: piton.toml's `[supply]` table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,12 +132,82 @@ pub enum FetchProblem {
     /// The registry refused or failed the token handshake or a push.
     #[error("the registry: {0}")]
     Registry(String),
+    /// The registry asks for a login, or refused the one given.
+    #[error(
+        "{}",
+        login_message(.registry, *.status, .login.as_deref(), .helper.as_deref(), .unused.as_deref())
+    )]
+    Login {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// The HTTP status: 401, 403.
+        status: u16,
+        /// The account given (`user (from WHERE)`), if any.
+        login: Option<String>,
+        /// The credential helper Docker keeps its login for the registry in, if any.
+        helper: Option<String>,
+        /// Why Docker's config.json was not read for a login, if so (boxed: rare, and
+        /// every fetch result carries this error's size).
+        unused: Option<Box<ConfigUnused>>,
+    },
+    /// The login in the environment cannot be used.
+    #[error("cannot use the registry login: {0}")]
+    Credentials(#[from] LoginError),
+    /// The registry names a token service the login is not sent to.
+    #[error(
+        "{registry} asks for the login of {login} to be sent to {realm} for a token, and \
+         {refusal}; piton did not send it"
+    )]
+    TokenRealm {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// The token service's URL, as the registry gave it.
+        realm: String,
+        /// `user (from WHERE)`.
+        login: String,
+        /// Why it was not sent.
+        refusal: RealmRefusal,
+    },
+    /// The token service's answer is no token.
+    #[error("the registry: {0}")]
+    Token(TokenProblem),
     /// A local file that cannot be read.
     #[error("cannot read it: {0}")]
     Read(#[source] std::io::Error),
     /// The temporary file cannot be written.
     #[error("cannot write the plugins folder: {0}")]
     Write(#[source] std::io::Error),
+}
+
+/// What [`FetchProblem::Login`] says.
+fn login_message(
+    registry: &str,
+    status: u16,
+    login: Option<&str>,
+    helper: Option<&str>,
+    unused: Option<&ConfigUnused>,
+) -> String {
+    match login {
+        Some(who) => format!(
+            "{registry} refused the login of {who} (HTTP {status}): check the user name and \
+             password, and that the account may do this there"
+        ),
+        None => {
+            let helper = helper.map_or_else(String::new, |helper| {
+                format!(
+                    " (Docker keeps its login for it with docker-credential-{helper}, a \
+                     program piton does not run)"
+                )
+            });
+            let unused = unused.map_or_else(String::new, |unused| format!(" ({unused})"));
+            format!(
+                "{registry} asks for a login (HTTP {status}){helper}: set \
+                 PITON_REGISTRY_USERNAME and PITON_REGISTRY_PASSWORD, with \
+                 PITON_REGISTRY_HOST={registry}, or log in with `docker login {registry}` \
+                 (piton reads Docker's config.json){unused}"
+            )
+        }
+    }
 }
 
 /// A new temporary file in `folder`, named so that no load reads it.
@@ -157,4 +228,36 @@ pub(crate) fn readable(builder: &mut tempfile::Builder<'_, '_>) {
     }
     #[cfg(not(unix))]
     let _ = builder;
+}
+
+/// Why a login is not sent to a token service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RealmRefusal {
+    /// Neither HTTP nor HTTPS.
+    #[error("it is not an HTTPS URL")]
+    Scheme,
+    /// Plain HTTP to a host that is not loopback: anyone on the way reads it.
+    #[error("it is plain HTTP off loopback, which anyone on the way could read")]
+    PlainHttp,
+    /// Another host (or port) than the registry's, not named.
+    #[error(
+        "it is on another host than the registry: if you trust that host with the login, \
+         name it (HOST or HOST:PORT) in PITON_REGISTRY_TOKEN_HOSTS"
+    )]
+    OtherHost,
+}
+
+/// A token service's answer that is no token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenProblem {
+    /// The realm is not a URL.
+    #[error("the registry names a token service that is not a URL")]
+    Realm,
+    /// Not JSON with `token` or `access_token`.
+    #[error("its token service answered something that is not a token")]
+    NotAToken,
+    /// A token that cannot go in a header.
+    #[error("its token service gave a token that cannot be sent in a header")]
+    NotAHeader,
 }

@@ -1,6 +1,7 @@
 //! The HTTP client fetches go through: piton's rustls (ring, webpki roots), redirects
-//! followed only on the same host (and never down to plain HTTP off loopback), and
-//! every body read a chunk at a time under a bound, into a file or a small buffer.
+//! followed only to the same host and port (and never down to plain HTTP off
+//! loopback), and every body read a chunk at a time under a bound, into a file or a
+//! small buffer.
 
 use std::io::Write as _;
 
@@ -39,32 +40,20 @@ impl Http {
         let policy = reqwest::redirect::Policy::custom(|attempt| {
             let from = attempt.previous().last().cloned();
             let to = attempt.url().clone();
-            let refuse = |why| RedirectRefused {
-                from: from.as_ref().map(ToString::to_string).unwrap_or_default(),
-                to: to.to_string(),
-                why,
+            let too_many = attempt.previous().len() > MAX_REDIRECTS;
+            let why = if too_many {
+                Some("too many redirects")
+            } else {
+                redirect_refusal(from.as_ref(), &to)
             };
-            if attempt.previous().len() > MAX_REDIRECTS {
-                return attempt.error(refuse("too many redirects"));
+            match why {
+                None => attempt.follow(),
+                Some(why) => attempt.error(RedirectRefused {
+                    from: from.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    to: to.to_string(),
+                    why,
+                }),
             }
-            let host = |url: &reqwest::Url| {
-                let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-                (host, url.port_or_known_default())
-            };
-            let same_host = from
-                .as_ref()
-                .is_some_and(|from| host(from).0 == host(&to).0);
-            if !same_host {
-                return attempt.error(refuse("it leads to another host"));
-            }
-            let plain = to.scheme() != "https";
-            if plain && !is_loopback(to.host_str().unwrap_or_default()) {
-                return attempt.error(refuse("it leads to plain HTTP"));
-            }
-            if to.scheme() != "https" && to.scheme() != "http" {
-                return attempt.error(refuse("it leads to another scheme"));
-            }
-            attempt.follow()
         });
         let client = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
@@ -84,16 +73,7 @@ impl Http {
         headers: HeaderMap,
         head: bool,
     ) -> Result<reqwest::Response, FetchProblem> {
-        let request = if head {
-            self.client.head(url)
-        } else {
-            self.client.get(url)
-        };
-        let response = request
-            .headers(headers)
-            .send()
-            .await
-            .map_err(|e| problem_of(url, &e))?;
+        let response = self.answer(url, headers, head).await?;
         let status = response.status();
         if !status.is_success() {
             return Err(FetchProblem::Status {
@@ -102,6 +82,26 @@ impl Http {
             });
         }
         Ok(response)
+    }
+
+    /// [`Http::send`], whatever the status: a registry's `/v2/` answers 401 with
+    /// what it wants. The body is left unread.
+    pub(crate) async fn answer(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        head: bool,
+    ) -> Result<reqwest::Response, FetchProblem> {
+        let request = if head {
+            self.client.head(url)
+        } else {
+            self.client.get(url)
+        };
+        request
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|e| problem_of(url, &e))
     }
 
     /// The body of `response`, at most `limit` bytes (more is [`FetchProblem::TooLarge`]).
@@ -172,6 +172,31 @@ impl Http {
     }
 }
 
+/// Why a redirect from `from` to `to` is not followed, or `None` when it is: only
+/// to the same host and port (a registry's blob redirected to storage elsewhere is
+/// refused too: fetch from there, if you trust it), and never to plain HTTP off
+/// loopback, whatever the host.
+fn redirect_refusal(from: Option<&reqwest::Url>, to: &reqwest::Url) -> Option<&'static str> {
+    if to.scheme() != "https" && to.scheme() != "http" {
+        return Some("it leads to another scheme");
+    }
+    if to.scheme() == "http" && !is_loopback(to.host_str().unwrap_or_default()) {
+        return Some("it leads to plain HTTP");
+    }
+    let host = |url: &reqwest::Url| url.host_str().unwrap_or_default().to_ascii_lowercase();
+    let Some(from) = from else {
+        return Some("it leads to another host");
+    };
+    if host(from) != host(to) {
+        return Some("it leads to another host");
+    }
+    // Another port of the same host can be another server, another owner.
+    if from.port_or_known_default() != to.port_or_known_default() {
+        return Some("it leads to another port");
+    }
+    None
+}
+
 /// The header `name` of `headers` as text, if present and text.
 pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
@@ -199,5 +224,63 @@ fn problem_of(url: &str, error: &reqwest::Error) -> FetchProblem {
     FetchProblem::Request {
         url: url.to_owned(),
         error: text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redirect_is_followed_only_to_the_same_host_and_port() {
+        let url = |text: &str| reqwest::Url::parse(text).expect("a URL");
+        let cases = [
+            ("https://a.example/x", "https://a.example/y", None),
+            ("https://a.example/x", "https://A.EXAMPLE:443/y", None),
+            ("http://127.0.0.1:5000/x", "http://127.0.0.1:5000/y", None),
+            ("http://127.0.0.1:5000/x", "https://127.0.0.1:5000/y", None),
+            (
+                "https://a.example/x",
+                "https://b.example/y",
+                Some("it leads to another host"),
+            ),
+            (
+                "https://a.example/x",
+                "https://a.example:8443/y",
+                Some("it leads to another port"),
+            ),
+            (
+                "http://127.0.0.1:5000/x",
+                "http://127.0.0.1:5001/y",
+                Some("it leads to another port"),
+            ),
+            (
+                "http://127.0.0.1:5000/x",
+                "http://localhost:5000/y",
+                Some("it leads to another host"),
+            ),
+            (
+                "https://a.example/x",
+                "http://a.example/y",
+                Some("it leads to plain HTTP"),
+            ),
+            (
+                "http://127.0.0.1:5000/x",
+                "http://192.0.2.1:5000/y",
+                Some("it leads to plain HTTP"),
+            ),
+            (
+                "https://a.example/x",
+                "ftp://a.example/y",
+                Some("it leads to another scheme"),
+            ),
+        ];
+        for (from, to, why) in cases {
+            assert_eq!(
+                redirect_refusal(Some(&url(from)), &url(to)),
+                why,
+                "{from} → {to}"
+            );
+        }
     }
 }

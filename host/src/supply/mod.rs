@@ -1,13 +1,15 @@
 //! Where plugins come from and how they get into the plugins folder: references
 //! (`oci://…`, `https://…`, a path), fetching them with every byte checked, OCI
-//! registries (pull and publish), and `piton.lock`, the record of what was added
-//! from where, which the loader holds each file of the plugins folder to; and what
-//! trusting a component means: its permission profile (its tools, hints, input
-//! schemas and the capabilities its imports could use, with what piton.toml grants
-//! each tool), and the permission diff between two versions of a component that
-//! `piton update` shows before it replaces one; and the signatures on a component
-//! ([`trust`]): every way in ends in the same check, the bytes hash to the digest
-//! recorded and, if the policy says so, a signature over that digest verifies.
+//! registries (pull and publish, logged in as [`login`] finds and only where
+//! [`handshake`] says), and `piton.lock`,
+//! the record of what was added from where, which the loader holds each file of the
+//! plugins folder to; and what trusting a component means: its permission profile
+//! (its tools, hints, input schemas and the capabilities its imports could use,
+//! with what piton.toml grants each tool), and the permission diff between two
+//! versions of a component that `piton update` shows before it replaces one; and the
+//! signatures on a component ([`trust`]): every way in ends in the same check, the
+//! bytes hash to the digest recorded and, if the policy says so, a signature over
+//! that digest verifies.
 //!
 //! ```no_run
 //! use piton_host::supply::{add::Add, reference::Reference};
@@ -34,8 +36,10 @@ mod diff_tests;
 pub mod fetch;
 pub mod fetched;
 pub mod grant;
+pub mod handshake;
 mod http;
 pub mod lock;
+pub mod login;
 pub mod oci;
 pub mod profile;
 pub mod reference;

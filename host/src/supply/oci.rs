@@ -1,5 +1,7 @@
-//! OCI registries: pulling a Wasm component artifact and publishing one, through
-//! `oci_client` (references, the token handshake, pushes).
+//! OCI registries: pulling a Wasm component artifact and publishing one (pushes
+//! through `oci_client`), logged in as the registry asks (see
+//! [`crate::supply::handshake`]) with the account [`crate::supply::login`] finds
+//! for it, if any.
 //!
 //! A pull resolves a tag to a manifest digest once (HEAD), then fetches the
 //! manifest by that digest and checks the bytes against it, so a tag that moves
@@ -7,7 +9,7 @@
 //! bounded client (see `supply::http`): read a chunk at a time under a limit,
 //! hashed as they arrive, redirects only on the same host.
 
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
@@ -15,7 +17,9 @@ use oci_client::{Client, RegistryOperation};
 
 use crate::supply::artifact::{self, MANIFEST_ACCEPT, MANIFEST_MEDIA_TYPE, MAX_MANIFEST};
 use crate::supply::fetched::{FetchLimits, FetchProblem, Fetched};
+use crate::supply::handshake::{Access, Operation, handshake};
 use crate::supply::http::{Http, header};
+use crate::supply::login::{Found, Login, login_for};
 use crate::supply::reference::OciRef;
 
 /// What `piton publish` pushed.
@@ -49,25 +53,36 @@ pub(crate) fn client(registry: &OciRef) -> Result<Client, FetchProblem> {
     .map_err(|e| FetchProblem::Client(e.to_string()))
 }
 
-/// The headers of a pull: the bearer token the registry gave for anonymous pulls,
-/// if it asks for one.
-pub(crate) async fn pull_headers(oci: &OciRef) -> Result<HeaderMap, FetchProblem> {
-    let client = client(oci)?;
-    let token = client
-        .auth(
-            &oci.to_client(),
-            &RegistryAuth::Anonymous,
-            RegistryOperation::Pull,
-        )
+/// The headers of a pull: what the registry asks for (see
+/// [`crate::supply::handshake`]: nothing, the login [`login_for`] finds as HTTP
+/// Basic auth, or a token); and what was found, for [`refused_login`].
+pub(crate) async fn pull_headers(oci: &OciRef) -> Result<(HeaderMap, Found), FetchProblem> {
+    let found = login_for(&oci.registry)?;
+    let access = handshake(oci, &found, Operation::Pull)
         .await
-        .map_err(|e| FetchProblem::Registry(format!("the token handshake failed: {e}")))?;
-    let mut headers = HeaderMap::new();
-    if let Some(token) = token {
-        let value = HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| FetchProblem::Registry("its token is not a header value".into()))?;
-        headers.insert(AUTHORIZATION, value);
+        .map_err(|e| refused_login(e, oci, &found))?;
+    Ok((access.headers()?, found))
+}
+
+/// `problem`, or, when it is the registry of `oci` answering 401 or 403, that it
+/// asks for a login or refused the one `found`.
+pub(crate) fn refused_login(problem: FetchProblem, oci: &OciRef, found: &Found) -> FetchProblem {
+    match problem {
+        FetchProblem::Status { status, .. } if status == 401 || status == 403 => {
+            login_problem(oci, status, found)
+        }
+        other => other,
     }
-    Ok(headers)
+}
+
+fn login_problem(oci: &OciRef, status: u16, found: &Found) -> FetchProblem {
+    FetchProblem::Login {
+        registry: oci.registry.clone(),
+        status,
+        login: found.login.as_ref().map(Login::who),
+        helper: found.helper.clone(),
+        unused: found.unused.clone().map(Box::new),
+    }
 }
 
 /// Pulls the component `oci` names into `temp`.
@@ -76,8 +91,20 @@ pub(crate) async fn pull(
     temp: tempfile::NamedTempFile,
     limits: FetchLimits,
 ) -> Result<Fetched, FetchProblem> {
+    let (auth, found) = pull_headers(oci).await?;
+    pull_with(oci, &auth, temp, limits)
+        .await
+        .map_err(|e| refused_login(e, oci, &found))
+}
+
+/// [`pull`], past the token handshake: `auth` are the headers it gave.
+async fn pull_with(
+    oci: &OciRef,
+    auth: &HeaderMap,
+    temp: tempfile::NamedTempFile,
+    limits: FetchLimits,
+) -> Result<Fetched, FetchProblem> {
     let http = Http::new()?;
-    let auth = pull_headers(oci).await?;
     let base = format!("{}/v2/{}", oci.base_url(), oci.repository);
     let mut accept = auth.clone();
     accept.insert(ACCEPT, HeaderValue::from_static(MANIFEST_ACCEPT));
@@ -105,7 +132,7 @@ pub(crate) async fn pull(
                     return pull_layer(
                         &http,
                         &base,
-                        &auth,
+                        auth,
                         &bytes,
                         content_type,
                         digest,
@@ -142,7 +169,7 @@ pub(crate) async fn pull(
     pull_layer(
         &http,
         &base,
-        &auth,
+        auth,
         &bytes,
         content_type,
         digest,
@@ -232,7 +259,8 @@ pub async fn publish(
     created: &str,
     title: Option<&str>,
 ) -> Result<Published, FetchProblem> {
-    let (client, reference) = pusher(oci).await?;
+    let (client, reference, found) = pusher(oci).await?;
+    let failed = |what, e| failed(what, e, oci, &found);
     let config = artifact::config_json(&wasm, created, None);
     let manifest = artifact::manifest_json(&wasm, &config, created, title);
     let layer = artifact::digest_of(&wasm);
@@ -262,24 +290,60 @@ pub async fn publish(
     })
 }
 
-/// What a push failed at, and why.
-fn failed(what: &str, e: oci_client::errors::OciDistributionError) -> FetchProblem {
-    FetchProblem::Registry(format!("{what} failed: {e}"))
+/// What a push or handshake with `oci`'s registry failed at, and why: a refused
+/// login (401, 403) as [`FetchProblem::Login`].
+fn failed(
+    what: &str,
+    e: oci_client::errors::OciDistributionError,
+    oci: &OciRef,
+    found: &Found,
+) -> FetchProblem {
+    use oci_client::errors::{OciDistributionError as E, OciErrorCode};
+    let status = match &e {
+        E::UnauthorizedError { .. } | E::AuthenticationFailure(_) => Some(401),
+        E::ServerError { code, .. } if *code == 401 || *code == 403 => Some(*code),
+        E::RegistryError { envelope, .. } => {
+            let code = |wanted: &OciErrorCode| envelope.errors.iter().any(|e| &e.code == wanted);
+            if code(&OciErrorCode::Unauthorized) {
+                Some(401)
+            } else if code(&OciErrorCode::Denied) {
+                Some(403)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    match status {
+        Some(status) => login_problem(oci, status, found),
+        None => FetchProblem::Registry(format!("{what} failed: {e}")),
+    }
 }
 
-/// A client for pushes to `oci`'s repository, past its token handshake.
-async fn pusher(oci: &OciRef) -> Result<(Client, oci_client::Reference), FetchProblem> {
+/// A client for pushes to `oci`'s repository, past the handshake (see
+/// [`crate::supply::handshake`]): given the token piton asked for, or, for a
+/// registry that asks for HTTP Basic auth, the login [`login_for`] finds for it.
+async fn pusher(oci: &OciRef) -> Result<(Client, oci_client::Reference, Found), FetchProblem> {
+    let found = login_for(&oci.registry)?;
+    let access = handshake(oci, &found, Operation::Push)
+        .await
+        .map_err(|e| refused_login(e, oci, &found))?;
     let client = client(oci)?;
     let reference = oci.to_client();
+    // A token goes to the registry only (oci_client sends credentials to no other
+    // host). A Basic login makes oci_client ask `/v2/` once more: a registry that
+    // then names a token service would get the login sent there, but it is the
+    // registry the login is for, which a Basic challenge hands it to anyway.
+    let auth = match (&access, &found.login) {
+        (Access::Bearer(token), _) => RegistryAuth::Bearer(token.clone()),
+        (Access::Basic(_), Some(login)) => login.auth(),
+        (Access::Anonymous | Access::Basic(_), _) => RegistryAuth::Anonymous,
+    };
     client
-        .auth(
-            &reference,
-            &RegistryAuth::Anonymous,
-            RegistryOperation::Push,
-        )
+        .auth(&reference, &auth, RegistryOperation::Push)
         .await
-        .map_err(|e| failed("the token handshake", e))?;
-    Ok((client, reference))
+        .map_err(|e| failed("the token handshake", e, oci, &found))?;
+    Ok((client, reference, found))
 }
 
 /// Pushes `image` (cosign's signature image: a config, payload layers, a manifest)
@@ -288,7 +352,8 @@ pub(crate) async fn push_image(
     oci: &OciRef,
     image: crate::supply::trust::cosign_oci::SignatureImage,
 ) -> Result<(), FetchProblem> {
-    let (client, reference) = pusher(oci).await?;
+    let (client, reference, found) = pusher(oci).await?;
+    let failed = |what, e| failed(what, e, oci, &found);
     for blob in std::iter::once(image.config).chain(image.layers) {
         let digest = artifact::digest_of(&blob);
         client

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use crate::config::pins::{PinError, Sha256};
+use crate::supply::trust::Require;
 
 /// A parsed `REF`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,8 +23,9 @@ pub enum Reference {
         url: String,
         /// The host (and port) it names, for messages.
         host: String,
-        /// What `--sha256` gave.
-        sha256: Sha256,
+        /// What `--sha256` gave; `None` only where the trust policy takes what the
+        /// URL serves (`require = "any"`, see [`Reference::parse_under`]).
+        sha256: Option<Sha256>,
     },
     /// A component file on this machine.
     Path(PathBuf),
@@ -106,6 +108,17 @@ impl Reference {
     /// Parses `text`, with `sha256` as `--sha256` gave it (required for a URL; for
     /// the other kinds it is checked by [`crate::supply::fetch`] on the bytes).
     pub fn parse(text: &str, sha256: Option<&str>) -> Result<Self, RefError> {
+        Self::parse_under(text, sha256, Require::Pinned)
+    }
+
+    /// [`Reference::parse`] for a source whose trust policy says `require`: under
+    /// `any`, a URL may come without `--sha256` (the digest of what it serves is
+    /// then recorded); under `pinned` and `signed` it needs one.
+    pub fn parse_under(
+        text: &str,
+        sha256: Option<&str>,
+        require: Require,
+    ) -> Result<Self, RefError> {
         let fail = |problem| RefError {
             reference: text.to_owned(),
             problem,
@@ -126,7 +139,9 @@ impl Reference {
                 if scheme == "http" && !is_loopback(&host) {
                     return Err(fail(RefProblem::PlainHttp(host)));
                 }
-                let sha256 = sha256.ok_or_else(|| fail(RefProblem::UrlNeedsSha256))?;
+                if sha256.is_none() && require != Require::Any {
+                    return Err(fail(RefProblem::UrlNeedsSha256));
+                }
                 Ok(Self::Url {
                     url: text.to_owned(),
                     host,
@@ -443,6 +458,21 @@ mod tests {
         assert_eq!(url.default_name().as_deref(), Some("x"));
         assert!(matches!(url, Reference::Url { ref host, .. } if host == "127.0.0.1:8080"));
         assert!(Reference::parse("https://example.com/x.wasm", Some(HEX)).is_ok());
+    }
+
+    #[test]
+    fn only_under_any_may_a_url_come_without_a_sha256() {
+        let url = "https://example.com/x.wasm";
+        let taken = Reference::parse_under(url, None, Require::Any).expect("under any");
+        assert!(matches!(taken, Reference::Url { sha256: None, .. }));
+        for require in [Require::Pinned, Require::Signed] {
+            let error = Reference::parse_under(url, None, require).expect_err("no --sha256");
+            assert_eq!(error.problem, RefProblem::UrlNeedsSha256);
+        }
+        // Plain HTTP off loopback is refused whatever the level.
+        let error = Reference::parse_under("http://example.com/x.wasm", None, Require::Any)
+            .expect_err("plain HTTP");
+        assert_eq!(error.problem, RefProblem::PlainHttp("example.com".into()));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use reqwest::header::{ACCEPT, HeaderValue};
 
 use super::fetched::{FetchError, FetchProblem, Fetched};
 use super::http::Http;
-use super::oci::{get_manifest, pull_headers};
+use super::oci::{get_manifest, pull_headers, refused_login};
 use super::reference::{OciRef, Reference};
 use super::trust::cosign_oci;
 use super::trust::{
@@ -108,21 +108,45 @@ pub async fn check(
     Ok(verified.signer.map(|signer| signer.to_string()))
 }
 
-/// [`trust::verify`] of a fetched file with its bundle, if any.
+/// [`trust::verify`] of a fetched file with its bundle, if any. The bundle is checked
+/// over the bytes read back from the temporary file, which must be the ones the
+/// fetch hashed: a file changed since is refused, not verified as it is now.
 fn verify_file(
     policy: &TrustPolicy,
     given: &str,
     fetched: &Fetched,
     bundle: Option<Vec<u8>>,
-) -> Result<trust::Verified, VerifyError> {
+) -> Result<trust::Verified, TrustError> {
     let materials: Vec<SignatureMaterial> =
         bundle.into_iter().map(SignatureMaterial::Bundle).collect();
     if materials.is_empty() {
-        return trust::verify(policy, given, Artifact::File(&[]), &materials);
+        return Ok(trust::verify(
+            policy,
+            given,
+            Artifact::File(&[]),
+            &materials,
+        )?);
     }
-    // The bundle is checked over the bytes: read them back from the temp file.
-    let bytes = std::fs::read(fetched.temp.path()).unwrap_or_default();
-    trust::verify(policy, given, Artifact::File(&bytes), &materials)
+    let fail = |problem| FetchError {
+        reference: given.to_owned(),
+        problem,
+    };
+    let bytes = std::fs::read(fetched.temp.path()).map_err(|e| fail(FetchProblem::Read(e)))?;
+    let read = Digest::of(&bytes).to_string();
+    if read != fetched.digest() {
+        return Err(fail(FetchProblem::Digest {
+            what: "the fetched file, read back to check its signature,",
+            expected: fetched.digest(),
+            found: read,
+        })
+        .into());
+    }
+    Ok(trust::verify(
+        policy,
+        given,
+        Artifact::File(&bytes),
+        &materials,
+    )?)
 }
 
 /// A bundle `--signature` names: a URL, or a file.
@@ -178,8 +202,19 @@ pub(crate) async fn pull_signatures(
     oci: &OciRef,
     digest: &Digest,
 ) -> Result<Vec<SimpleSignature>, FetchProblem> {
+    let (auth, found) = pull_headers(oci).await?;
+    signatures_with(oci, digest, &auth)
+        .await
+        .map_err(|e| refused_login(e, oci, &found))
+}
+
+/// [`pull_signatures`], past the token handshake: `auth` are the headers it gave.
+async fn signatures_with(
+    oci: &OciRef,
+    digest: &Digest,
+    auth: &reqwest::header::HeaderMap,
+) -> Result<Vec<SimpleSignature>, FetchProblem> {
     let http = Http::new()?;
-    let auth = pull_headers(oci).await?;
     let base = format!("{}/v2/{}", oci.base_url(), oci.repository);
     let mut accept = auth.clone();
     accept.insert(
@@ -228,4 +263,77 @@ pub(crate) async fn push_signature(
         ..oci.clone()
     };
     super::oci::push_image(&tag, image).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::supply::trust::{NamedKey, Require, sign_blob};
+
+    fn alice() -> (PrivateKey, TrustPolicy) {
+        let key =
+            PrivateKey::from_pem(&PrivateKey::generate_p256_pem().expect("key")).expect("key");
+        let policy = TrustPolicy {
+            require: Require::Pinned,
+            keys: vec![NamedKey {
+                name: "alice".into(),
+                key: key.public_key().clone(),
+            }],
+            ..TrustPolicy::default()
+        };
+        (key, policy)
+    }
+
+    /// A fetch whose temporary file holds `bytes`, said to hash to `said`'s digest.
+    fn fetched(bytes: &[u8], said: &[u8]) -> Fetched {
+        let mut temp = tempfile::NamedTempFile::new().expect("temp file");
+        temp.write_all(bytes).expect("write");
+        Fetched {
+            temp,
+            sha256: Digest::of(said).hex(),
+            size: said.len() as u64,
+            resolved: None,
+        }
+    }
+
+    #[test]
+    fn a_bundle_verified_over_other_bytes_than_those_fetched_is_refused() {
+        let (key, policy) = alice();
+        // The temporary file was changed after the fetch hashed it: the bundle
+        // signs what is there now, not what was fetched.
+        let swapped = b"\0asm swapped in";
+        let bundle = sign_blob(swapped, &key).expect("signs").into_bytes();
+        let result = verify_file(
+            &policy,
+            "./x.wasm",
+            &fetched(swapped, b"\0asm fetched"),
+            Some(bundle),
+        );
+        let Err(error) = result else {
+            panic!("verified over bytes that are not the fetched ones");
+        };
+        let text = error.to_string();
+        assert!(text.contains(&Digest::of(swapped).to_string()), "{text}");
+        assert!(
+            text.contains(&Digest::of(b"\0asm fetched").to_string()),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_fetched_file_that_cannot_be_read_back_is_an_error_not_empty_bytes() {
+        let (key, policy) = alice();
+        let bytes = b"\0asm fetched";
+        let bundle = sign_blob(bytes, &key).expect("signs").into_bytes();
+        let fetched = fetched(bytes, bytes);
+        std::fs::remove_file(fetched.temp.path()).expect("removed");
+        let result = verify_file(&policy, "./x.wasm", &fetched, Some(bundle));
+        let Err(error) = result else {
+            panic!("verified a file that is gone");
+        };
+        let text = error.to_string();
+        assert!(text.contains("cannot read"), "{text}");
+    }
 }

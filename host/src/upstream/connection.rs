@@ -10,19 +10,25 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::ServiceExt as _;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, InputRequiredResult, ProtocolVersion, RequestId, ServerResult,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, Peer, PeerRequestOptions, RoleClient,
+    RunningService, ServiceError,
+};
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::sync::watch;
 
 use super::convert::content_of;
 use super::handler::{Upstream, http_transport, list_pages};
-use super::relay::Relay;
+use super::relay::{Relay, Sent};
+use super::rounds::{self, MAX_ROUNDS};
 use super::stderr::Tail;
 use crate::call::CallContext;
-use crate::config::mcp::StdioCommand;
+use crate::config::mcp::{StdioCommand, UpstreamProtocol};
 use crate::error::CallError;
 use crate::group::{CheckedTool, GroupTools};
 use crate::tool::{Args, ToolError, ToolResult};
@@ -77,6 +83,8 @@ pub(super) struct Connection {
     pub(super) only: Option<Vec<String>>,
     /// Whether its annotations are taken at their word (`trust_hints`).
     pub(super) trust_hints: bool,
+    /// The revision spoken to it, and so how it asks its questions.
+    pub(super) protocol: UpstreamProtocol,
     /// The live connection, if any. Held only to connect, list and look up; never
     /// across a call, so calls run concurrently.
     state: tokio::sync::Mutex<Option<Live>>,
@@ -119,6 +127,7 @@ impl Connection {
             timeout: None,
             only: None,
             trust_hints: false,
+            protocol: UpstreamProtocol::default(),
             state: tokio::sync::Mutex::new(None),
             changed: Arc::new(watch::channel(0).0),
             connections: AtomicU64::new(0),
@@ -222,13 +231,21 @@ impl Connection {
             changed: self.changed.clone(),
             relay: self.relay.clone(),
         };
+        let lifecycle = match self.protocol {
+            UpstreamProtocol::Session => ClientLifecycleMode::Initialize,
+            // No fallback: a server named as speaking 2026-07-28 that does not is a
+            // configuration to fix, said when connecting.
+            UpstreamProtocol::Stateless => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        };
         let failed = |e: &dyn std::fmt::Display, stderr: Option<&Arc<Tail>>| {
             self.connection_error(format!("could not connect: {e}{}", stderr_tail(stderr)))
         };
         let (service, stderr) = match &self.how {
             How::Stdio(command) => {
                 let (process, stderr) = self.spawn(command)?;
-                let service = match handler.serve(process).await {
+                let service = match handler.serve_with_lifecycle(process, lifecycle).await {
                     Ok(service) => service,
                     Err(e) => {
                         if let Some(tail) = &stderr {
@@ -242,7 +259,7 @@ impl Connection {
             How::Http { url, headers } => {
                 let transport = http_transport(url, headers).map_err(|e| failed(&e, None))?;
                 let service = handler
-                    .serve(transport)
+                    .serve_with_lifecycle(transport, lifecycle)
                     .await
                     .map_err(|e| failed(&e, None))?;
                 (service, None)
@@ -252,7 +269,7 @@ impl Connection {
                 tokio::spawn(serve(theirs));
                 let (read, write) = tokio::io::split(ours);
                 let service = handler
-                    .serve(AsyncRwTransport::new_client(read, write))
+                    .serve_with_lifecycle(AsyncRwTransport::new_client(read, write), lifecycle)
                     .await
                     .map_err(|e| failed(&e, None))?;
                 (service, None)
@@ -340,20 +357,37 @@ impl Connection {
                 None => return Err(self.connection_error("not connected")),
             }
         };
-        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args.clone());
-        let mut entered = self.relay.enter(ctx.asker().cloned());
+        let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args.clone());
+        let mut entered = self.relay.enter(ctx.asker().cloned(), ctx.notes().clone());
+        let sent = entered.sent();
         let asking = async {
-            let call = peer.call_tool(params);
-            tokio::pin!(call);
-            loop {
-                tokio::select! {
-                    answer = &mut call => return answer,
-                    Some(ask) = entered.asks.recv() => tokio::select! {
-                        () = entered.answer(ask) => {}
-                        answer = &mut call => return answer,
-                    },
-                }
+            for _ in 0..=MAX_ROUNDS {
+                let reply = {
+                    let call = call_tool(&peer, params.clone(), &sent);
+                    tokio::pin!(call);
+                    loop {
+                        tokio::select! {
+                            reply = &mut call => break reply?,
+                            Some(ask) = entered.asks.recv() => tokio::select! {
+                                () = entered.answer(ask) => {}
+                                reply = &mut call => break reply?,
+                            },
+                        }
+                    }
+                };
+                let asked = match reply {
+                    Reply::Done(result) => return Ok(result),
+                    Reply::Asks(asked) => asked,
+                };
+                let retry = rounds::retry(&mut entered, &self.name, asked)
+                    .await
+                    .map_err(Stop::Refused)?;
+                params.input_responses = retry.responses;
+                params.request_state = retry.state;
             }
+            Err(Stop::Refused(format!(
+                "answered input_required more than {MAX_ROUNDS} times"
+            )))
         };
         let answer = match self.timeout {
             None => Ok(asking.await),
@@ -361,7 +395,11 @@ impl Connection {
         };
         match answer {
             Ok(Ok(result)) => Ok(content_of(result)),
-            Ok(Err(ServiceError::McpError(error))) => {
+            Ok(Err(Stop::Refused(why))) => Ok(Err(ToolError::Failed(format!(
+                "MCP server `{}` {why}",
+                self.name
+            )))),
+            Ok(Err(Stop::Service(ServiceError::McpError(error)))) => {
                 let message = error.message.to_string();
                 if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
                     Ok(Err(ToolError::Input(message)))
@@ -369,7 +407,9 @@ impl Connection {
                     Ok(Err(ToolError::Failed(message)))
                 }
             }
-            Ok(Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+            Ok(Err(Stop::Service(
+                error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)),
+            ))) => {
                 let mut state = self.state.lock().await;
                 if let Some(tail) = state.as_ref().and_then(|live| live.stderr.as_ref()) {
                     tail.settle().await;
@@ -382,7 +422,7 @@ impl Connection {
                     "the connection was lost during the call ({error}){tail}; the next call connects again"
                 )))
             }
-            Ok(Err(other)) => Ok(Err(ToolError::Failed(format!(
+            Ok(Err(Stop::Service(other))) => Ok(Err(ToolError::Failed(format!(
                 "MCP server `{}` failed the call: {other}",
                 self.name
             )))),
@@ -391,6 +431,73 @@ impl Connection {
                 self.name,
                 self.timeout.unwrap_or_default()
             )))),
+        }
+    }
+}
+
+/// Why a call ended without the server's result.
+enum Stop {
+    Service(ServiceError),
+    /// The server asked for what piton does not give, or asked for ever.
+    Refused(String),
+}
+
+impl From<ServiceError> for Stop {
+    fn from(error: ServiceError) -> Self {
+        Self::Service(error)
+    }
+}
+
+/// One round's answer to `tools/call`.
+enum Reply {
+    Done(CallToolResult),
+    /// A 2026-07-28 server's questions, to answer in the next round (rounds.rs).
+    Asks(InputRequiredResult),
+}
+
+/// Sends `params` as a `tools/call` over `peer`, notes its request id in `sent` (so
+/// that the server's questions on its response stream find the call), and gives
+/// the reply. Dropped before the answer, it tells the server the request was
+/// cancelled.
+async fn call_tool(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+    sent: &Sent,
+) -> Result<Reply, ServiceError> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await?;
+    sent.sent(handle.id.clone());
+    let mut abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
+    let answer = handle.await_response().await;
+    abandoned.0 = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => Ok(Reply::Done(result)),
+        ServerResult::InputRequiredResult(asked) => Ok(Reply::Asks(asked)),
+        // A result with no content at all.
+        ServerResult::EmptyResult(_) => Ok(Reply::Done(CallToolResult::success(Vec::new()))),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// A request whose answer is no longer awaited: the server is told, so that it
+/// stops working on it (as rmcp's own `call_tool` does).
+struct Abandoned(Option<(Peer<RoleClient>, RequestId)>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let cancelled = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("request abandoned by the caller".to_owned()),
+                );
+                let _gone = peer.notify_cancelled(cancelled).await;
+            });
         }
     }
 }

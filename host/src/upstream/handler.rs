@@ -10,11 +10,11 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
     FormElicitationCapability, Implementation, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use tokio::sync::watch;
 
-use super::relay::Relay;
+use super::relay::{Origin, Relay};
 
 /// How many pages of tools/list are read at most; a server that always gives a next
 /// cursor is cut off here.
@@ -100,9 +100,15 @@ impl ClientHandler for Upstream {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        Ok(self.relay.elicit(&self.server, request).await)
+        // Over Streamable HTTP the transport tells on which request's response
+        // stream the question came: the call it belongs to.
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Origin::Request(id.clone()),
+            Some(InboundStreamOrigin::Unassociated) | None => Origin::Unknown,
+        };
+        Ok(self.relay.elicit(&self.server, request, &origin).await)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

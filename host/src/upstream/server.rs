@@ -14,7 +14,9 @@ use tokio::sync::watch;
 use super::connection::{Connection, How, ServeInProcess};
 use super::tool::UpstreamTool;
 pub use crate::config::mcp::check_server_name;
-use crate::config::mcp::{McpError, StdioCommand, UpstreamConfig, UpstreamConnect, check_http};
+use crate::config::mcp::{
+    McpError, StdioCommand, UpstreamConfig, UpstreamConnect, UpstreamProtocol, check_http,
+};
 use crate::error::CallError;
 use crate::group::{CheckedTool, GroupTools, ToolGroup};
 use crate::source::ToolSource;
@@ -59,7 +61,8 @@ impl UpstreamServer {
         };
         let server = server
             .with_timeout(config.timeout)
-            .with_trusted_hints(config.trust_hints);
+            .with_trusted_hints(config.trust_hints)
+            .with_protocol(config.protocol);
         Ok(match &config.tools {
             Some(tools) => server.with_tools(tools.iter().cloned()),
             None => server,
@@ -154,11 +157,19 @@ impl UpstreamServer {
         self.rebuild(|conn| conn.trust_hints = trusted)
     }
 
+    /// Speaks `protocol` to the server (piton.toml's `protocol`); by default
+    /// 2025-11-25, in one session.
+    #[must_use]
+    pub fn with_protocol(self, protocol: UpstreamProtocol) -> Self {
+        self.rebuild(|conn| conn.protocol = protocol)
+    }
+
     fn rebuild(self, change: impl FnOnce(&mut Connection)) -> Self {
         let mut conn = Connection::new(&self.conn.name, self.conn.how.clone());
         conn.timeout = self.conn.timeout;
         conn.only = self.conn.only.clone();
         conn.trust_hints = self.conn.trust_hints;
+        conn.protocol = self.conn.protocol;
         conn.changed = self.conn.changed.clone();
         change(&mut conn);
         Self {

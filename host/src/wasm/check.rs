@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::load::LoadFrom;
 use super::runtime::WasmRuntime;
 use super::tool::WasmTool;
+use crate::config::pins::Pin;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::group::CheckedTool;
 use crate::tool::Tool as _;
@@ -63,12 +64,22 @@ impl WasmRuntime {
     /// [`WasmRuntime::check_file`] of a file or of a component's bytes (fetched, not
     /// yet written anywhere).
     pub async fn check(&self, what: LoadFrom) -> Result<Checked, LoadError> {
-        let mut tools = self.load(what.clone(), None).await?;
+        self.check_pinned(what, None).await
+    }
+
+    /// [`WasmRuntime::check`], refused unless the bytes compiled have `pin`'s digest
+    /// (checked before any of it is compiled or runs), as [`WasmRuntime::load`] does.
+    pub async fn check_pinned(
+        &self,
+        what: LoadFrom,
+        pin: Option<&Pin>,
+    ) -> Result<Checked, LoadError> {
+        let mut tools = self.load(what.clone(), pin).await?;
         // Compiled optimised too, as a load's tools run in the end (and cached). Tools
         // made from kept specs their code contradicts are read again, from the code.
         self.optimised().await;
         if !tools.iter().all(WasmTool::optimised) {
-            tools = self.load(what, None).await?;
+            tools = self.load(what, pin).await?;
             self.optimised().await;
         }
         if let Some(tool) = tools.iter().find(|tool| !tool.optimised()) {

@@ -7,6 +7,24 @@ pub(super) const TOOL_EXPORT: &str = "piton:tool/tool@0.1.2";
 /// The interface a piton toolbox (several tools) exports.
 pub(super) const TOOLBOX_EXPORT: &str = "piton:tool/toolbox@0.1.2";
 
+/// The interface code mode's interpreter imports to call the registry's tools.
+const REGISTRY_IMPORT: &str = "piton:tool/registry";
+
+/// Why a component that imports `import` cannot be a tool, when `import` is code
+/// mode's `piton:tool/registry` (any version): through it a plugin would call the
+/// registry's other tools, and so reach what their grants give them.
+pub(super) fn registry_import_problem(import: &str) -> Option<String> {
+    let interface = import.split('@').next().unwrap_or(import);
+    (interface == REGISTRY_IMPORT).then(|| {
+        format!(
+            "a component that imports {}, which piton gives code mode's interpreter alone: \
+             a tool may not call the registry's other tools (it would reach their grants); \
+             remove the import, and take what another tool gives as an argument",
+            one_line(import)
+        )
+    })
+}
+
 /// Which piton world a component exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum World {
@@ -227,6 +245,19 @@ mod tests {
                 .to_string()
                 .contains("(it exports e0, e1, e2, e3, e4, and 2 more)")
         );
+    }
+
+    #[test]
+    fn the_registry_import_is_refused_at_any_version() {
+        for import in ["piton:tool/registry@0.1.2", "piton:tool/registry@9.0.0"] {
+            let problem = registry_import_problem(import).expect("refused");
+            assert!(
+                problem.contains(&format!("imports {import}, which")),
+                "{problem}"
+            );
+        }
+        assert_eq!(registry_import_problem("piton:tool/types@0.1.2"), None);
+        assert_eq!(registry_import_problem("piton:tool/registry-x@0.1.2"), None);
     }
 
     #[test]

@@ -238,6 +238,13 @@ impl WasmRuntime {
             .exports(engine)
             .map(|(name, _)| name.to_owned())
             .collect();
+        if let Some(problem) = info
+            .imports
+            .iter()
+            .find_map(|i| diagnose::registry_import_problem(i))
+        {
+            return Err(fail(LoadErrorKind::Contract(problem)));
+        }
         let world = (diagnose::world_of(&exports))
             .map_err(|p| fail(LoadErrorKind::Contract(p.to_string())))?;
         let linking = Linking::new(linker, component, world, tier).map_err(|e| {

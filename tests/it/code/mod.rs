@@ -120,3 +120,28 @@ async fn code_mode_is_off_unless_asked() {
         other => panic!("no run_python: {other:?}"),
     }
 }
+
+/// `piton:tool/registry` is code mode's interpreter's alone: a plugin that imports it
+/// (to call other tools, and so reach their grants) is refused at load, saying why,
+/// while code mode is on in the same registry; the other plugins load.
+#[tokio::test]
+async fn a_plugin_that_imports_the_registry_is_refused_at_load() {
+    let folder = plugins_folder(&[
+        ("word_count.wasm", piton_tests::plugins::WORD_COUNT),
+        ("borrow.wasm", piton_tests::guests::HOSTILE_REGISTRY_IMPORT),
+    ]);
+    std::fs::write(folder.path().join("piton.toml"), code_toml("")).expect("piton.toml");
+    let loader = Loader::new(runtime().clone(), PluginsAt::Folder(folder.path().into()));
+    let loaded = loader.load().await.expect("the folder loads");
+    assert_eq!(loaded.registry.names(), ["run_python", "word_count"]);
+    let [error] = loaded.errors.as_slice() else {
+        panic!("one error: {:?}", loaded.errors);
+    };
+    let text = error.to_string();
+    assert!(text.contains("borrow.wasm"), "{text}");
+    assert!(
+        text.contains("imports piton:tool/registry@0.1.2, which piton gives code mode's")
+            && text.contains("remove the import"),
+        "{text}"
+    );
+}

@@ -179,3 +179,51 @@ async fn a_client_that_cannot_be_asked_gets_the_refusal_and_nothing_changes() {
         [r#"["a.txt","b.txt"]"#]
     );
 }
+
+/// The same through `piton serve` on stdio, as a client's run is made: the audit log
+/// holds the run's record and one per call of its program, each naming the run.
+#[test]
+fn serve_on_stdio_audits_each_call_of_a_program_naming_the_run() {
+    let folder = crate::support::plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let logs = tempfile::tempdir().expect("temp dir");
+    let log = logs.path().join("audit.log");
+    let toml = format!("[audit]\nto = {:?}\n", log.display().to_string());
+    std::fs::write(folder.path().join("piton.toml"), toml).expect("write piton.toml");
+    let mut command = crate::support::piton();
+    command
+        .args(["serve", "--code-mode", "--approve", "never", "--plugins"])
+        .arg(folder.path());
+    let mut piton = crate::mcp_client::StdioPiton::run(command);
+    let program = "sum([word_count(text=t) for t in ['a', 'a b', 'a b c']])";
+    let answer = piton.request(
+        1,
+        "tools/call",
+        json!({"name": "run_python", "arguments": {"code": program}}),
+    );
+    assert_eq!(answer["result"]["content"][0]["text"], "6", "{answer}");
+    let records = records(&log, 4);
+    assert_eq!(records.len(), 4, "{records:#?}");
+    let run = records
+        .iter()
+        .find(|r| r["tool"] == "run_python")
+        .expect("the run's record");
+    assert_eq!(run["outcome"], "ok", "{run:#}");
+    assert!(
+        run.get("made_by").is_none(),
+        "a client made the run: {run:#}"
+    );
+    let nested: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["tool"] == "word_count")
+        .collect();
+    assert_eq!(nested.len(), 3, "{records:#?}");
+    for record in nested {
+        assert_eq!(
+            record["made_by"],
+            json!({"tool": "run_python", "run": run["call"]}),
+            "{record:#}"
+        );
+        assert_eq!(record["outcome"], "ok", "{record:#}");
+        assert_ne!(record["call"], run["call"], "a call of its own");
+    }
+}

@@ -170,7 +170,7 @@ fn the_sdk_unit_tests_pass_natively() {
     assert!(said.starts_with("ok  \tpiton"), "{said}");
 }
 
-fn notes() -> String {
+pub(super) fn notes() -> String {
     built("plugins/notes-go").display().to_string()
 }
 
@@ -179,7 +179,7 @@ fn probe() -> String {
 }
 
 /// A folder holding `notes.txt` ("one two\nthree\n").
-fn notes_folder() -> tempfile::TempDir {
+pub(super) fn notes_folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("notes.txt"), "one two\nthree\n").expect("write notes");
     dir
@@ -187,7 +187,7 @@ fn notes_folder() -> tempfile::TempDir {
 
 /// A registry of every tool of the component at `path`, each granted `data` as
 /// `/data` for writing.
-async fn granted(path: &str, data: &Path) -> Registry {
+pub(super) async fn granted(path: &str, data: &Path) -> Registry {
     let tools = runtime()
         .load(LoadFrom::File(path.into()), None)
         .await
@@ -401,7 +401,7 @@ async fn a_go_panic_traps_and_the_host_answers_the_next_call() {
 }
 
 /// `piton.toml` granting `data` as `/data` to the example's tools, in `plugins`.
-fn grant_in_config(plugins: &Path, data: &Path) {
+pub(super) fn grant_in_config(plugins: &Path, data: &Path) {
     let host = data.display().to_string();
     let config = format!(
         "[tools.read_note]\nmounts = [{{ host = {host:?}, guest = \"/data\", mode = \"read\" }}]\n\

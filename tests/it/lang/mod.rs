@@ -8,6 +8,7 @@
 
 mod c;
 mod c_json;
+mod examples;
 mod go;
 mod go_memory;
 mod js;

@@ -18,19 +18,26 @@ use sha2::{Digest as _, Sha256};
 use super::{HttpServer, Target, call_result, only_text, piton_bin, sdk_client_with};
 use crate::support::piton;
 
-const KEY: &str = "consent-tests-shared-key-0123456789abcdef";
-const OTHER_KEY: &str = "another-replica-key-0123456789abcdefghijk";
+pub(super) const KEY: &str = "consent-tests-shared-key-0123456789abcdef";
+pub(super) const OTHER_KEY: &str = "another-replica-key-0123456789abcdefghijk";
 
 /// A plugins folder with `files` (and `word_count`), `files` granted `data/` for
-/// writing, and `extra` added to its piton.toml.
-struct Setup {
+/// writing, and `extra` added to its piton.toml; and an audit log to a file.
+pub(super) struct Setup {
     dir: tempfile::TempDir,
     /// The folder granted: outside the plugins folder, which no tool may write.
     data: tempfile::TempDir,
+    /// Where the audit log is written (`None`: piton.toml says, in `extra`).
+    logs: Option<tempfile::TempDir>,
 }
 
 impl Setup {
-    fn new(extra: &str) -> Self {
+    pub(super) fn new(extra: &str) -> Self {
+        Self::made(extra, true)
+    }
+
+    /// With `audit`, `[audit]` writes to a file of [`Setup::consents`].
+    pub(super) fn made(extra: &str, audit: bool) -> Self {
         let dir = tempfile::tempdir().expect("a temp folder");
         std::fs::copy(plugins::FILES, dir.path().join("files.wasm")).expect("copy files");
         std::fs::copy(plugins::WORD_COUNT, dir.path().join("word_count.wasm"))
@@ -39,28 +46,54 @@ impl Setup {
         std::fs::copy(guests::HOSTILE_FS_WRITE, dir.path().join("fs_write.wasm"))
             .expect("copy fs_write");
         let data = tempfile::tempdir().expect("a data folder");
-        let setup = Self { dir, data };
+        let logs = audit.then(|| tempfile::tempdir().expect("a log folder"));
+        let setup = Self { dir, data, logs };
         setup.write_toml(extra);
         setup
     }
 
-    fn write_toml(&self, extra: &str) {
+    pub(super) fn write_toml(&self, extra: &str) {
+        let audit = match &self.logs {
+            Some(logs) => format!("[audit]\nto = {:?}\n", logs.path().join("audit.log")),
+            None => String::new(),
+        };
         let toml = format!(
-            "[tools.files]\nmounts = [{{ host = {:?}, guest = \"/data\", mode = \"write\" }}]\n{extra}",
+            "[tools.files]\nmounts = [{{ host = {:?}, guest = \"/data\", mode = \"write\" }}]\n{extra}\n{audit}",
             self.data.path()
         );
         std::fs::write(self.dir.path().join("piton.toml"), toml).expect("piton.toml");
     }
 
-    fn plugins(&self) -> &Path {
+    /// The `consent` of each audit record of `call` (by its arguments' SHA-256), in
+    /// the log's order, once there are `n` (or after 20 s: the records there are).
+    pub(super) fn consents(&self, call: &(&str, Value), n: usize) -> Vec<String> {
+        let logs = self.logs.as_ref().expect("an audit log");
+        let digest = digest(&call.1);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(logs.path().join("audit.log")).unwrap_or_default();
+            let found: Vec<String> = text
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|r| r["tool"] == call.0 && r["arguments_sha256"] == digest)
+                .map(|r| r["consent"].as_str().unwrap_or("(none)").to_owned())
+                .collect();
+            if found.len() >= n || std::time::Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    pub(super) fn plugins(&self) -> &Path {
         self.dir.path()
     }
 
-    fn data(&self, name: &str) -> PathBuf {
+    pub(super) fn data(&self, name: &str) -> PathBuf {
         self.data.path().join(name)
     }
 
-    fn stdio(&self) -> [&OsStr; 4] {
+    pub(super) fn stdio(&self) -> [&OsStr; 4] {
         [
             OsStr::new(piton_bin()),
             OsStr::new("serve"),
@@ -69,11 +102,11 @@ impl Setup {
         ]
     }
 
-    fn http(&self, key: &str) -> HttpServer {
+    pub(super) fn http(&self, key: &str) -> HttpServer {
         self.http_with(key, &[])
     }
 
-    fn http_with(&self, key: &str, flags: &[&str]) -> HttpServer {
+    pub(super) fn http_with(&self, key: &str, flags: &[&str]) -> HttpServer {
         let mut command: Command = piton();
         command
             .args(["serve", "--http", "127.0.0.1:0", "--plugins"])
@@ -84,7 +117,7 @@ impl Setup {
     }
 }
 
-fn create(name: &str) -> (&'static str, Value) {
+pub(super) fn create(name: &str) -> (&'static str, Value) {
     (
         "files",
         json!({"op": "create", "path": format!("/data/{name}"), "content": "made"}),
@@ -93,7 +126,7 @@ fn create(name: &str) -> (&'static str, Value) {
 
 /// Runs the Python SDK client with `calls`, answering questions with `answers`
 /// (none: the client declares no elicitation).
-fn client(
+pub(super) fn client(
     target: Target<'_>,
     mode: &str,
     calls: &[(&str, Value)],
@@ -114,24 +147,41 @@ fn client(
     sdk_client_with(target, mode, calls, &options)
 }
 
+pub(super) fn refused_with(result: &Value, words: &str) {
+    assert_eq!(result["isError"], true, "{result:#}");
+    let text = only_text(result);
+    assert!(text.contains(words), "{words:?} not in {text}");
+}
+
 fn asked(report: &Value) -> &[Value] {
     report["asked"].as_array().map_or(&[], Vec::as_slice)
 }
 
-/// Each mode (2025-11-25 sessions, 2026-07-28 rounds) over stdio and HTTP.
-fn each_target(setup: &Setup, mut check: impl FnMut(Target<'_>, &str, &str)) {
+/// Each mode (2025-11-25 sessions, 2026-07-28 rounds) over stdio and HTTP; the HTTP
+/// server, for its metrics.
+fn each_target(setup: &Setup, mut check: impl FnMut(Target<'_>, &str, &str)) -> HttpServer {
     let server = setup.http(KEY);
     let stdio = setup.stdio();
     for mode in ["legacy", "2026-07-28"] {
         check(Target::Stdio(&stdio), mode, "stdio");
         check(Target::Url(&server.url), mode, "http");
     }
+    server
+}
+
+/// The consent decisions the audit log holds for one call on `mode`: a 2026-07-28
+/// call is first asked (its first round), then decided on its retry.
+fn decided(mode: &str, decision: &str) -> Vec<String> {
+    match mode {
+        "legacy" => vec![decision.to_owned()],
+        _ => vec!["asked".to_owned(), decision.to_owned()],
+    }
 }
 
 #[test]
 fn the_person_is_asked_and_accept_decline_cancel_and_deny_do_what_they_say() {
     let setup = Setup::new("");
-    each_target(&setup, |target, mode, how| {
+    let server = each_target(&setup, |target, mode, how| {
         let tag = format!("{mode}-{how}");
         let names = ["allowed", "declined", "cancelled", "denied"].map(|n| format!("{tag}-{n}"));
         let calls = names.each_ref().map(|n| create(n));
@@ -160,7 +210,7 @@ fn the_person_is_asked_and_accept_decline_cancel_and_deny_do_what_they_say() {
         let question = &asked(&report)[0];
         let message = question["message"].as_str().unwrap_or_default();
         let args = &calls[0].1;
-        let digest = hex::encode(Sha256::digest(canonical(args).as_bytes()));
+        let digest = digest(args);
         for shown in [
             "Allow `files` to run?",
             "Asked because it is not read-only",
@@ -175,20 +225,80 @@ fn the_person_is_asked_and_accept_decline_cancel_and_deny_do_what_they_say() {
             .map(|c| c.iter().filter_map(|c| c["const"].as_str()).collect())
             .unwrap_or_default();
         assert_eq!(choices, ["allow_once", "allow_for_a_while", "deny"], "{at}");
+        // Each decision is in the audit log, beside the arguments' digest.
+        for (call, decision) in calls
+            .iter()
+            .zip(["allowed_once", "denied", "cancelled", "denied"])
+        {
+            let want = decided(mode, decision);
+            assert_eq!(setup.consents(call, want.len()), want, "{tag}: {call:?}");
+        }
     });
+    // And counted: two modes' calls over HTTP, one each way in each.
+    let metrics = metrics(&server.url);
+    for (decision, count) in [
+        ("asked", 4.0),
+        ("allowed_once", 2.0),
+        ("denied", 4.0),
+        ("cancelled", 2.0),
+        ("could_not_ask", 0.0),
+    ] {
+        assert_eq!(
+            approvals(&metrics, "files", decision),
+            count,
+            "{decision}\n{metrics}"
+        );
+    }
 }
 
 /// The arguments as piton digests them: keys sorted, no spaces.
 fn canonical(args: &Value) -> String {
     // serde_json's map sorts its keys unless preserve_order is on; these arguments
-    // have sorted keys already.
+    // have sorted keys already, and nothing piton escapes.
     serde_json::to_string(args).expect("JSON")
+}
+
+/// The SHA-256 of the arguments, in hex, as the question and the audit log give it.
+pub(super) fn digest(args: &Value) -> String {
+    hex::encode(Sha256::digest(canonical(args).as_bytes()))
+}
+
+/// The text of `/metrics` of the server whose MCP endpoint is `url`.
+pub(super) fn metrics(url: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connect to /metrics");
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
+/// `piton_approvals_total{tool, decision}` in `metrics`; 0 when absent.
+pub(super) fn approvals(metrics: &str, tool: &str, decision: &str) -> f64 {
+    crate::observe::metric(
+        metrics,
+        "piton_approvals_total",
+        &[("tool", tool), ("decision", decision)],
+    )
+    .unwrap_or(0.0)
 }
 
 #[test]
 fn allowed_for_a_while_the_next_calls_are_not_asked() {
     let setup = Setup::new("");
-    each_target(&setup, |target, mode, how| {
+    let server = each_target(&setup, |target, mode, how| {
         let tag = format!("{mode}-{how}");
         let names = ["first", "second", "third"].map(|n| format!("{tag}-{n}"));
         let calls = names.each_ref().map(|n| create(n));
@@ -200,13 +310,30 @@ fn allowed_for_a_while_the_next_calls_are_not_asked() {
             assert_eq!(call_result(&report, index)["isError"], false, "{at}");
             assert!(setup.data(name).exists(), "{at}");
         }
+        let want = decided(mode, "allowed_for_a_while");
+        assert_eq!(setup.consents(&calls[0], want.len()), want, "{tag}");
+        for call in &calls[1..] {
+            assert_eq!(setup.consents(call, 1), ["allowed_earlier"], "{tag}");
+        }
     });
+    let metrics = metrics(&server.url);
+    for (decision, count) in [
+        ("asked", 1.0),
+        ("allowed_for_a_while", 2.0),
+        ("allowed_earlier", 4.0),
+    ] {
+        assert_eq!(
+            approvals(&metrics, "files", decision),
+            count,
+            "{decision}\n{metrics}"
+        );
+    }
 }
 
 #[test]
 fn a_client_that_cannot_be_asked_is_refused_and_nothing_runs() {
     let setup = Setup::new("");
-    each_target(&setup, |target, mode, how| {
+    let server = each_target(&setup, |target, mode, how| {
         let canary = format!("{mode}-{how}-canary");
         let calls = [
             create(&canary),
@@ -231,7 +358,26 @@ fn a_client_that_cannot_be_asked_is_refused_and_nothing_runs() {
         // asked about: they run.
         assert_eq!(call_result(&report, 1)["isError"], false, "{at}");
         assert_eq!(only_text(call_result(&report, 2)), "3", "{at}");
+        assert_eq!(setup.consents(&calls[0], 1), ["could_not_ask"], "{at}");
     });
+    for call in [
+        ("files", json!({"op": "list", "path": "/data"})),
+        ("word_count", json!({"text": "a b c"})),
+    ] {
+        assert_eq!(setup.consents(&call, 4), ["not_asked"; 4], "{call:?}");
+    }
+    let metrics = metrics(&server.url);
+    assert_eq!(
+        approvals(&metrics, "files", "could_not_ask"),
+        2.0,
+        "{metrics}"
+    );
+    // A call not asked about is not an approval.
+    assert_eq!(
+        approvals(&metrics, "word_count", "not_asked"),
+        0.0,
+        "{metrics}"
+    );
 }
 
 #[test]
@@ -247,217 +393,41 @@ fn never_and_per_tool_modes_are_followed_and_serve_approve_overrides_them() {
     let report = client(
         Target::Stdio(&always),
         "legacy",
-        &[("word_count", json!({"text": "a b"}))],
+        &[
+            ("word_count", json!({"text": "a b"})),
+            create("never-overridden"),
+        ],
+        None,
+    );
+    // The file's `approve = "never"` for `files` is not read under --approve: its
+    // calls are refused too, and the refusal says that only the flag stops the asking.
+    for index in [0, 1] {
+        let text = only_text(call_result(&report, index));
+        for said in [
+            "serve --approve always",
+            "serve this run with `--approve never`",
+            "without `--approve` and with `approve = \"never\"`",
+        ] {
+            assert!(text.contains(said), "{said:?} not in {text}");
+        }
+    }
+    assert!(!setup.data("never-overridden").exists());
+    // Without the flag the fix is the file's line.
+    let report = client(
+        Target::Stdio(&stdio),
+        "legacy",
+        &[(
+            "fs_write",
+            json!({"mode": "write", "op": "write", "path": "/x", "content": "x"}),
+        )],
         None,
     );
     let text = only_text(call_result(&report, 0));
-    assert!(text.contains("serve --approve always"), "{text}");
-}
-
-/// One 2026-07-28 round by hand: the result of `tools/call` with `state` and
-/// `answer` (`-` for none).
-fn round(url: &str, call: &(&str, Value), state: &str, answer: &str) -> Value {
-    let args = call.1.to_string();
-    let report = sdk_client_with(
-        Target::Url(url),
-        "2026-07-28",
-        &[],
-        &["--round", call.0, &args, state, answer],
-    );
-    let round = &report["rounds"][0];
-    round
-        .get("result")
-        .cloned()
-        .unwrap_or_else(|| panic!("the round ended in a JSON-RPC error: {report:#}"))
-}
-
-/// The `requestState` of an `input_required` answer.
-fn state_of(result: &Value) -> String {
-    assert_eq!(result["resultType"], "input_required", "{result:#}");
     assert!(
-        result["inputRequests"]["piton_approval"]["params"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("Allow `files` to run?")),
-        "{result:#}"
+        text.contains("set `approve = \"never\"` in [tools.fs_write] of piton.toml"),
+        "{text}"
     );
-    result["requestState"]
-        .as_str()
-        .expect("a requestState")
-        .to_owned()
-}
-
-fn refused_with(result: &Value, words: &str) {
-    assert_eq!(result["isError"], true, "{result:#}");
-    let text = only_text(result);
-    assert!(text.contains(words), "{words:?} not in {text}");
-}
-
-#[test]
-fn tampered_retries_are_refused_and_replicas_with_the_key_accept_each_other() {
-    let setup = Setup::new("");
-    let a = setup.http(KEY);
-    let b = setup.http(KEY);
-    let other = setup.http(OTHER_KEY);
-    let call = create("approved");
-    let state = state_of(&round(&a.url, &call, "-", "-"));
-    // Another call with this approval: other arguments, another answer key's state.
-    refused_with(
-        &round(&a.url, &create("sneaked"), &state, "allow_once"),
-        "other arguments",
-    );
-    assert!(!setup.data("sneaked").exists());
-    let mut forged = state.clone();
-    forged.insert(
-        3,
-        if forged.as_bytes()[3] == b'A' {
-            'B'
-        } else {
-            'A'
-        },
-    );
-    refused_with(&round(&a.url, &call, &forged, "allow_once"), "altered");
-    refused_with(
-        &round(&other.url, &call, &state, "allow_once"),
-        "made with another approval key",
-    );
-    // Another tool with this approval: refused before anything of it runs.
-    let other_tool = (
-        "fs_write",
-        json!({"mode": "write", "op": "write", "path": "/data/approved", "content": "x"}),
-    );
-    refused_with(
-        &round(&a.url, &other_tool, &state, "allow_once"),
-        "another tool",
-    );
-    // No answer at all is no approval.
-    refused_with(&round(&a.url, &call, &state, "-"), "carried no answer");
-    assert!(!setup.data("approved").exists());
-    // Asked by one replica, allowed on another with the same key: it runs, once.
-    let state = state_of(&round(&a.url, &call, "-", "-"));
-    let done = round(&b.url, &call, &state, "allow_once");
-    assert_eq!(done["isError"], false, "{done:#}");
-    assert!(setup.data("approved").exists());
-    refused_with(&round(&b.url, &call, &state, "allow_once"), "already used");
-    // Expired: a question open for 1 s, answered after 3.
-    let brief = Setup::new("[approve]\nanswer_within = \"1s\"\n");
-    let server = brief.http(KEY);
-    let late = create("late");
-    let state = state_of(&round(&server.url, &late, "-", "-"));
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    refused_with(&round(&server.url, &late, &state, "allow_once"), "expired");
-    assert!(!brief.data("late").exists());
-}
-
-#[test]
-fn a_grant_changed_between_the_rounds_voids_the_approval() {
-    let setup = Setup::new("");
-    let server = setup.http(KEY);
-    let call = create("regranted");
-    let state = state_of(&round(&server.url, &call, "-", "-"));
-    // piton.toml changes: the tool now also gets an environment variable.
-    setup.write_toml("env = { LANG = \"C\" }\n");
-    // Reloaded once a new question shows the new grant.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let probe = round(&server.url, &create("probe"), "-", "-");
-        let message = probe["inputRequests"]["piton_approval"]["params"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if message.contains("environment variable LANG") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "piton.toml was not reloaded in 60 s: {probe:#}\n{}",
-            server.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let result = round(&server.url, &call, &state, "allow_once");
-    refused_with(&result, "other grants");
-    assert!(!setup.data("regranted").exists());
-}
-
-/// The audit records (JSON lines) a server wrote to its stderr.
-fn audit_records(server: &HttpServer) -> Vec<Value> {
-    server
-        .log()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|record| record.get("consent").is_some())
-        .collect()
-}
-
-/// The replicas' audit records of the call whose arguments' SHA-256 is `digest`: for
-/// each replica, the consent decisions it recorded.
-fn decisions(replicas: &[&HttpServer], digest: &str) -> Vec<Vec<String>> {
-    replicas
-        .iter()
-        .map(|server| {
-            audit_records(server)
-                .iter()
-                .filter(|r| r["arguments_sha256"] == digest)
-                .filter_map(|r| r["consent"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .collect()
-}
-
-#[test]
-fn behind_haproxy_replicas_sharing_the_key_take_each_others_approvals() {
-    let Some(haproxy) = crate::replicas::haproxy() else {
-        return;
-    };
-    for (keys, shared) in [([KEY, KEY], true), ([KEY, OTHER_KEY], false)] {
-        let setup = Setup::new("[audit]\nto = \"stderr\"\n");
-        let lb_port = crate::replicas::free_port();
-        let allow = format!("127.0.0.1:{lb_port}");
-        let replicas = keys.map(|key| setup.http_with(key, &["--allow-host", &allow]));
-        let addrs: Vec<std::net::SocketAddr> = replicas
-            .iter()
-            .map(|r| {
-                let hostport = r.url.trim_start_matches("http://").trim_end_matches("/mcp");
-                hostport.parse().expect("a replica's address")
-            })
-            .collect();
-        let _lb = crate::replicas::Haproxy::start(haproxy, lb_port, &addrs, false);
-        let url = format!("http://127.0.0.1:{lb_port}/mcp");
-        let names = ["one", "two", "three", "four"].map(|n| format!("{shared}-{n}"));
-        let calls = names.each_ref().map(|n| create(n));
-        let answers = ["allow_once"; 4];
-        let report = client(Target::Url(&url), "2026-07-28", &calls, Some(&answers));
-        let at = format!("{report:#}");
-        // Round robin sends a call's two rounds to different replicas.
-        let mut crossed = 0;
-        for (index, (name, call)) in names.iter().zip(&calls).enumerate() {
-            let digest = hex::encode(Sha256::digest(canonical(&call.1).as_bytes()));
-            let by_replica = decisions(&[&replicas[0], &replicas[1]], &digest);
-            let asked_on = by_replica
-                .iter()
-                .position(|d| d.iter().any(|d| d == "asked"));
-            let decided_on = by_replica
-                .iter()
-                .position(|d| d.iter().any(|d| d != "asked"));
-            let result = call_result(&report, index);
-            if asked_on.is_some() && decided_on.is_some() && asked_on != decided_on {
-                crossed += 1;
-                if shared {
-                    assert_eq!(result["isError"], false, "{name}: {at}");
-                    assert!(setup.data(name).exists(), "{name}");
-                } else {
-                    refused_with(result, "made with another approval key");
-                    assert!(!setup.data(name).exists(), "{name}");
-                }
-            }
-        }
-        assert!(
-            crossed > 0,
-            "no call was asked on one replica and retried on the other: {at}\n{}\n{}",
-            replicas[0].log(),
-            replicas[1].log()
-        );
-    }
+    assert!(!text.contains("--approve never"), "{text}");
 }
 
 #[test]
@@ -484,5 +454,106 @@ fn an_upstream_tool_that_claims_read_only_is_asked_about_unless_its_hints_are_tr
         } else {
             assert_eq!(only_text(result), "5", "{report:#}");
         }
+    }
+}
+
+/// What a client may show as a line break, or that reorders or hides text.
+fn breaks_or_hides(c: char) -> bool {
+    matches!(
+        c,
+        '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{061c}'
+            | '\u{feff}'
+    )
+}
+
+#[test]
+fn an_upstream_tool_description_cannot_forge_lines_of_the_question() {
+    // py_server's `lookalike` has a description whose line separators, carriage
+    // return and bidi marks bring in lines that look like piton's own.
+    let setup = Setup::new(&format!(
+        "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n",
+        super::peers().python().display().to_string(),
+        super::peers_file("py_server.py").display().to_string(),
+    ));
+    let stdio = setup.stdio();
+    let report = client(
+        Target::Stdio(&stdio),
+        "legacy",
+        &[("py__lookalike", json!({"a": 2, "b": 3}))],
+        Some(&["deny"]),
+    );
+    let question = asked(&report)
+        .first()
+        .unwrap_or_else(|| panic!("not asked: {report:#}"));
+    let message = question["message"].as_str().unwrap_or_default();
+    assert!(!message.chars().any(breaks_or_hides), "{message:?}");
+    let lines: Vec<&str> = message.lines().collect();
+    for start in ["Granted for this call", "Asked because", "Arguments"] {
+        let found = lines.iter().filter(|l| l.starts_with(start)).count();
+        assert_eq!(found, 1, "{start:?} in {message:?}");
+    }
+    assert!(message.contains("Add two integers."), "{message:?}");
+    refused_with(call_result(&report, 0), "the user declined");
+}
+
+#[test]
+fn inspect_says_what_serve_will_ask_about_a_tool_and_why() {
+    let setup = Setup::new(&format!(
+        "[tools.fs_write]\napprove = \"always\"\n[approve]\nask = \"destructive\"\n\
+         [mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n",
+        super::peers().python().display().to_string(),
+        super::peers_file("py_server.py").display().to_string(),
+    ));
+    let inspect = |tool: &str, json: bool| {
+        let mut command = crate::support::piton();
+        command
+            .args(["inspect", tool, "--plugins"])
+            .arg(setup.plugins());
+        if json {
+            command.arg("--json");
+        }
+        let out = crate::support::run(&mut command);
+        assert!(out.status.success(), "{}", crate::support::stderr(&out));
+        crate::support::stdout(&out)
+    };
+    for (tool, said) in [
+        (
+            "files",
+            "asked before each call (piton.toml [approve] ask = \"destructive\"): it may \
+             delete or overwrite; a call its hints-for narrows past that is not asked",
+        ),
+        (
+            "fs_write",
+            "asked before each call (piton.toml [tools.fs_write] approve = \"always\"): \
+             every call is asked about",
+        ),
+        (
+            "word_count",
+            "never asked (piton.toml [approve] ask = \"destructive\")",
+        ),
+        // `add` says it is read-only; nothing holds it to that.
+        (
+            "py__add",
+            "asked before each call (piton.toml [approve] ask = \"destructive\"): it may \
+             delete or overwrite; its hints are declared, so every call counts as the worst \
+             case",
+        ),
+    ] {
+        let text = inspect(tool, false);
+        let line = text
+            .lines()
+            .find(|line| line.starts_with("serve:"))
+            .unwrap_or_else(|| panic!("no serve: line in {text}"));
+        assert_eq!(
+            line.strip_prefix("serve:").map(str::trim),
+            Some(said),
+            "{tool}"
+        );
+        let report: Value = serde_json::from_str(&inspect(tool, true)).expect("JSON");
+        assert_eq!(report["approval"], said, "{report:#}");
     }
 }

@@ -7,9 +7,11 @@
 mod code;
 mod conformance;
 mod consent;
+mod consent_rounds;
 mod inspector;
 mod python_sdk;
 mod upstream_asks;
+mod upstream_rounds;
 mod upstreams;
 
 use std::ffi::OsStr;
@@ -120,6 +122,7 @@ pub(crate) fn piton_bin() -> &'static str {
 }
 
 /// Where `tests/peers/client.py` connects.
+#[derive(Clone, Copy)]
 pub(crate) enum Target<'a> {
     /// Streamable HTTP at this URL.
     Url(&'a str),

@@ -134,7 +134,9 @@ fn py_server_serves_the_tools_its_header_documents() {
             "structured",
             "pid",
             "sleep",
-            "greet"
+            "greet",
+            "welcome",
+            "lookalike"
         ]
     );
     let read_only = json!({
@@ -143,7 +145,15 @@ fn py_server_serves_the_tools_its_header_documents() {
         "idempotentHint": true,
         "openWorldHint": false,
     });
-    for name in ["add", "fail", "structured", "pid", "greet"] {
+    for name in [
+        "add",
+        "fail",
+        "structured",
+        "pid",
+        "greet",
+        "welcome",
+        "lookalike",
+    ] {
         assert_eq!(listed(&report, name)["annotations"], read_only, "{name}");
     }
     assert!(listed(&report, "shout").get("annotations").is_none());
@@ -151,7 +161,7 @@ fn py_server_serves_the_tools_its_header_documents() {
         listed(&report, "sleep")["annotations"],
         json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false})
     );
-    for name in ["add", "shout", "fail", "pid", "sleep", "greet"] {
+    for name in ["add", "shout", "fail", "pid", "sleep", "greet", "welcome"] {
         assert!(
             listed(&report, name).get("outputSchema").is_none(),
             "{name}"

@@ -17,21 +17,70 @@ use super::{
 
 use crate::support::plugins_folder;
 
-/// A plugins folder with word_count and the Python server as `[mcp.py]`.
-fn folder() -> tempfile::TempDir {
+/// A plugins folder with word_count and the Python server as `[mcp.py]`, and the
+/// audit log its piton.toml names.
+pub(super) struct Folder {
+    dir: tempfile::TempDir,
+    logs: tempfile::TempDir,
+}
+
+impl Folder {
+    fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// The `upstream_questions` outcomes of each audit record of `tool`, in the log's
+    /// order, once there are `n` records of it (or after 20 s, those there are).
+    pub(super) fn questions(&self, tool: &str, n: usize) -> Vec<Vec<String>> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let text =
+                std::fs::read_to_string(self.logs.path().join("audit.log")).unwrap_or_default();
+            let records: Vec<Vec<String>> = text
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|record| record["tool"] == tool)
+                .map(|record| {
+                    record["upstream_questions"]
+                        .as_array()
+                        .map(|questions| {
+                            questions
+                                .iter()
+                                .map(|q| q["outcome"].as_str().unwrap_or("?").to_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                })
+                .collect();
+            if records.len() >= n || std::time::Instant::now() > deadline {
+                return records;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+fn folder() -> Folder {
+    folder_with("")
+}
+
+/// As [`folder`], with `more` lines in the `[mcp.py]` section.
+pub(super) fn folder_with(more: &str) -> Folder {
     let dir = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let logs = tempfile::tempdir().expect("a log folder");
     let config = format!(
-        "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n",
+        "[mcp.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"120s\"\n{more}[audit]\nto = {:?}\n",
         peers().python().display().to_string(),
         peers_file("py_server.py").display().to_string(),
+        logs.path().join("audit.log"),
     );
     std::fs::write(dir.path().join("piton.toml"), config).expect("piton.toml written");
-    dir
+    Folder { dir, logs }
 }
 
 /// `piton serve --approve never` over stdio and over HTTP, each given to `check`
-/// with its name.
-fn each_target(dir: &tempfile::TempDir, mut check: impl FnMut(Target<'_>, &str)) {
+/// with its name; the HTTP server, for its metrics.
+pub(super) fn each_target(dir: &Folder, mut check: impl FnMut(Target<'_>, &str)) -> HttpServer {
     let stdio = [
         OsStr::new(piton_bin()),
         OsStr::new("serve"),
@@ -44,9 +93,41 @@ fn each_target(dir: &tempfile::TempDir, mut check: impl FnMut(Target<'_>, &str))
     // HttpServer::start serves with --approve never.
     let server = HttpServer::start(dir.path());
     check(Target::Url(&server.url), "http");
+    server
 }
 
-fn asked(report: &Value) -> &[Value] {
+/// `piton_upstream_questions_total{tool, outcome}` of the server at `url`; 0 when
+/// absent.
+pub(super) fn counted(url: &str, tool: &str, outcome: &str) -> f64 {
+    let metrics = super::consent::metrics(url);
+    crate::observe::metric(
+        &metrics,
+        "piton_upstream_questions_total",
+        &[("tool", tool), ("outcome", outcome)],
+    )
+    .unwrap_or(0.0)
+}
+
+/// `records`, each sorted, sorted: what became of the questions, whatever the
+/// order the two servers wrote their records in.
+pub(super) fn sorted(mut records: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    for record in &mut records {
+        record.sort();
+    }
+    records.sort();
+    records
+}
+
+pub(super) fn words(records: &[&[&str]]) -> Vec<Vec<String>> {
+    sorted(
+        records
+            .iter()
+            .map(|r| r.iter().map(|w| (*w).to_owned()).collect())
+            .collect(),
+    )
+}
+
+pub(super) fn asked(report: &Value) -> &[Value] {
     report["asked"].as_array().map_or(&[], Vec::as_slice)
 }
 
@@ -54,12 +135,12 @@ fn greet(times: u32) -> (&'static str, Value) {
     ("py__greet", json!({"times": times}))
 }
 
-const QUESTION: &str = "MCP server `py` asks: What is your name?";
+pub(super) const QUESTION: &str = "MCP server `py` asks: What is your name?";
 
 #[test]
 fn an_upstream_question_reaches_the_caller_with_its_name_and_the_answer_goes_back() {
     let dir = folder();
-    each_target(&dir, |target, how| {
+    let server = each_target(&dir, |target, how| {
         let report = sdk_client_with(
             target,
             "legacy",
@@ -94,22 +175,34 @@ fn an_upstream_question_reaches_the_caller_with_its_name_and_the_answer_goes_bac
             );
         }
     });
+    // What became of each question is in its call's audit record, and counted.
+    let each = [["accepted"], ["declined"], ["cancelled"]];
+    let both: Vec<&[&str]> = each.iter().chain(&each).map(|r| &r[..]).collect();
+    assert_eq!(sorted(dir.questions("py__greet", 6)), words(&both));
+    for outcome in ["accepted", "declined", "cancelled"] {
+        assert_eq!(counted(&server.url, "py__greet", outcome), 1.0, "{outcome}");
+    }
 }
 
 #[test]
 fn a_caller_that_cannot_be_asked_gets_the_upstream_question_declined() {
     let dir = folder();
-    each_target(&dir, |target, how| {
+    let server = each_target(&dir, |target, how| {
         // No elicitation declared.
         let report = sdk_client_with(target, "legacy", &[greet(1)], &[]);
         assert_eq!(only_text(call_result(&report, 0)), "declined", "{how}");
     });
+    assert_eq!(
+        sorted(dir.questions("py__greet", 2)),
+        words(&[&["not_passed_on"], &["not_passed_on"]])
+    );
+    assert_eq!(counted(&server.url, "py__greet", "not_passed_on"), 1.0);
 }
 
 #[test]
 fn a_2026_07_28_caller_is_asked_the_upstream_question_with_input_required() {
     let dir = folder();
-    each_target(&dir, |target, how| {
+    let server = each_target(&dir, |target, how| {
         // No session to send elicitation/create in: each question is one round.
         let report = sdk_client_with(
             target,
@@ -137,6 +230,15 @@ fn a_2026_07_28_caller_is_asked_the_upstream_question_with_input_required() {
             assert_eq!(question["message"], QUESTION, "{how}");
         }
     });
+    // The calls' own records, written when each ended on its last round.
+    let each: [&[&str]; 2] = [&["accepted", "declined"], &["cancelled"]];
+    assert_eq!(
+        sorted(dir.questions("py__greet", 4)),
+        words(&[each[0], each[1], each[0], each[1]])
+    );
+    for outcome in ["accepted", "declined", "cancelled"] {
+        assert_eq!(counted(&server.url, "py__greet", outcome), 1.0, "{outcome}");
+    }
 }
 
 /// The rounds of a 2026-07-28 client that makes each `tools/call` by hand (see
@@ -164,7 +266,7 @@ fn round_text(rounds: &Value, i: usize) -> &str {
 fn a_retry_goes_on_only_with_the_call_it_was_asked_for() {
     let dir = folder();
     let answer = r#"content:{"name": "Ada"}"#;
-    each_target(&dir, |target, how| {
+    let server = each_target(&dir, |target, how| {
         let one = r#"{"times": 1}"#;
         let rounds = rounds(
             target,
@@ -223,6 +325,28 @@ fn a_retry_goes_on_only_with_the_call_it_was_asked_for() {
         }
         assert_eq!(round_text(&rounds, 5), "hello Ada", "{how}: {rounds:#}");
     });
+    // Each refused retry is audited and counted as a call whose answer was refused;
+    // the call that was answered has its question's outcome.
+    let refused: &[&str] = &["answer_refused"];
+    assert_eq!(
+        sorted(dir.questions("py__greet", 8)),
+        words(&[refused, refused, refused, &["accepted"]].repeat(2))
+    );
+    assert_eq!(
+        sorted(dir.questions("word_count", 2)),
+        words(&[refused, refused])
+    );
+    for (tool, outcome, count) in [
+        ("py__greet", "answer_refused", 3.0),
+        ("word_count", "answer_refused", 1.0),
+        ("py__greet", "accepted", 1.0),
+    ] {
+        assert_eq!(
+            counted(&server.url, tool, outcome),
+            count,
+            "{tool} {outcome}"
+        );
+    }
 }
 
 #[test]
@@ -269,7 +393,7 @@ fn an_upstream_may_ask_four_questions_per_call_and_no_more() {
     let dir = folder();
     let content = r#"{"name": "Ada"}"#;
     let options: Vec<&str> = (0..6).flat_map(|_| ["--elicit-content", content]).collect();
-    each_target(&dir, |target, how| {
+    let server = each_target(&dir, |target, how| {
         let report = sdk_client_with(target, "legacy", &[greet(6)], &options);
         assert_eq!(
             only_text(call_result(&report, 0)),
@@ -278,4 +402,86 @@ fn an_upstream_may_ask_four_questions_per_call_and_no_more() {
         );
         assert_eq!(asked(&report).len(), 4, "{how}: {report:#}");
     });
+    let one: &[&str] = &[
+        "accepted",
+        "accepted",
+        "accepted",
+        "accepted",
+        "not_passed_on",
+        "not_passed_on",
+    ];
+    assert_eq!(sorted(dir.questions("py__greet", 2)), words(&[one, one]));
+    assert_eq!(counted(&server.url, "py__greet", "accepted"), 4.0);
+    assert_eq!(counted(&server.url, "py__greet", "not_passed_on"), 2.0);
+}
+
+/// py_server.py over Streamable HTTP on a free port, killed on drop, and a plugins
+/// folder whose piton.toml reaches it as `[mcp.py]`.
+pub(super) fn http_upstream(more: &str) -> (crate::support::Running, tempfile::TempDir) {
+    let port = crate::replicas::free_port();
+    let child = std::process::Command::new(peers().python())
+        .arg(peers_file("py_server.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("py_server.py --http starts");
+    let server = crate::support::Running::new(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "py_server.py --http {port} did not listen:\n{}",
+            server.stderr.text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let dir = plugins_folder(&[("word_count.wasm", plugins::WORD_COUNT)]);
+    let config =
+        format!("[mcp.py]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"120s\"\n{more}");
+    std::fs::write(dir.path().join("piton.toml"), config).expect("piton.toml written");
+    (server, dir)
+}
+
+#[test]
+fn two_callers_of_one_http_upstream_each_get_their_own_question_and_answer() {
+    let (_upstream, dir) = http_upstream("");
+    let server = HttpServer::start(dir.path());
+    for mode in ["legacy", "2026-07-28"] {
+        // Each call of greet waits in the server until both are in, then asks: both
+        // questions are asked while both calls are in flight on one connection.
+        let call = ("py__greet", json!({"times": 1, "together": 2}));
+        let reports: Vec<Value> = std::thread::scope(|scope| {
+            let callers: Vec<_> = ["Ada", "Bob"]
+                .map(|name| {
+                    let (url, call) = (&server.url, call.clone());
+                    scope.spawn(move || {
+                        let content = format!(r#"{{"name": "{name}"}}"#);
+                        sdk_client_with(
+                            Target::Url(url),
+                            mode,
+                            &[call],
+                            &["--elicit-content", &content],
+                        )
+                    })
+                })
+                .into_iter()
+                .collect();
+            callers
+                .into_iter()
+                .map(|caller| caller.join().expect("a client"))
+                .collect()
+        });
+        for (report, name) in reports.iter().zip(["Ada", "Bob"]) {
+            assert_eq!(
+                only_text(call_result(report, 0)),
+                format!("hello {name}"),
+                "{mode}: {report:#}\n{}",
+                server.log()
+            );
+            let asked = asked(report);
+            assert_eq!(asked.len(), 1, "{mode}: {report:#}");
+            assert_eq!(asked[0]["message"], QUESTION, "{mode}");
+        }
+    }
 }

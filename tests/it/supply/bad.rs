@@ -220,11 +220,7 @@ fn a_redirect_to_another_host_is_refused() {
             "http://localhost:{}/v2/bad/x/blobs/{wasm_digest}",
             addr.port()
         );
-        let redirect = Answer {
-            status: 307,
-            headers: vec![("Location".into(), elsewhere)],
-            body: Vec::new(),
-        };
+        let redirect = Answer::redirect(307, &elsewhere);
         registry_routes("bad/x", "1", &manifest, &wasm_digest, redirect)
     });
     refused(
@@ -243,11 +239,7 @@ fn a_redirect_to_another_host_is_refused() {
         let elsewhere = format!("http://localhost:{}/x.wasm", addr.port());
         BTreeMap::from([(
             "GET /dl/x.wasm".to_owned(),
-            Answer {
-                status: 302,
-                headers: vec![("Location".into(), elsewhere)],
-                body: Vec::new(),
-            },
+            Answer::redirect(302, &elsewhere),
         )])
     });
     let hex = wasm_digest.trim_start_matches("sha256:");
@@ -334,14 +326,7 @@ fn a_manifest_that_is_not_the_digest_its_registry_gives_is_refused() {
                 "GET /v2/".to_owned(),
                 Answer::ok("application/json", b"{}".to_vec()),
             ),
-            (
-                "HEAD /v2/bad/x/manifests/1".to_owned(),
-                Answer {
-                    status: 405,
-                    headers: Vec::new(),
-                    body: Vec::new(),
-                },
-            ),
+            ("HEAD /v2/bad/x/manifests/1".to_owned(), Answer::status(405)),
             (
                 "GET /v2/bad/x/manifests/1".to_owned(),
                 Answer::ok(MANIFEST_TYPE, served.clone()).header("Docker-Content-Digest", &said),

@@ -1,13 +1,14 @@
 //! piton.lock at load and at reload: a file it records with another digest is
 //! refused, naming the lock and both digests, and files it does not record load as
-//! before; a lock that does not parse stops the load.
+//! before; a lock that does not parse stops the load; replicas given one piton.toml
+//! and lock serve the recorded bytes or refuse the others.
 
 use piton_tests::plugins;
 use serde_json::json;
 
 use super::{digest, piton_in};
 use crate::mcp_client::{HttpSession, event_stream, sse_until, tool_names};
-use crate::support::{serve_http, stderr, stdout};
+use crate::support::{serve_http, serve_http_with, stderr, stdout};
 
 /// A plugins folder with word_count added from a local path (so locked), and the
 /// digest recorded.
@@ -106,4 +107,56 @@ async fn a_reload_does_not_load_other_bytes_for_a_locked_file() {
     assert_eq!(tool_names(&answer), ["word_count"], "{answer}");
     piton.terminate();
     assert_eq!(piton.exit_code(), Some(0), "{}", piton.stderr.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replicas_given_one_lock_serve_only_the_bytes_it_records() {
+    // One piton.toml and piton.lock, as a deployment gives every replica; two
+    // plugins folders, one with the recorded bytes and one with others swapped in.
+    let config = tempfile::tempdir().expect("temp dir");
+    let toml = config.path().join("piton.toml");
+    std::fs::write(&toml, "").expect("piton.toml");
+    let toml = toml.to_str().expect("UTF-8");
+    let (right, swapped) = (
+        tempfile::tempdir().expect("temp dir"),
+        tempfile::tempdir().expect("temp dir"),
+    );
+    let out = piton_in(
+        right.path(),
+        &["add", plugins::WORD_COUNT, "--name", "wc", "--config", toml],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lock = config.path().join("piton.lock");
+    assert!(lock.is_file(), "the lock is beside piton.toml");
+    std::fs::copy(plugins::CHECKERBOARD, swapped.path().join("wc.wasm")).expect("copy");
+    let recorded = digest(&std::fs::read(plugins::WORD_COUNT).expect("reads"));
+    let found = digest(&std::fs::read(plugins::CHECKERBOARD).expect("reads"));
+
+    let flags = ["--config", toml];
+    let (mut good, good_addr) = serve_http_with("127.0.0.1:0", Some(right.path()), &flags);
+    let (mut bad, bad_addr) = serve_http_with("127.0.0.1:0", Some(swapped.path()), &flags);
+    let (mut session, _) = HttpSession::start(good_addr).await;
+    let answer = session.request(1, "tools/list", json!({})).await;
+    assert_eq!(tool_names(&answer), ["word_count"], "{answer}");
+    let (mut session, _) = HttpSession::start(bad_addr).await;
+    let answer = session.request(1, "tools/list", json!({})).await;
+    assert!(tool_names(&answer).is_empty(), "{answer}");
+    // Said at its start, before it listened.
+    let said = bad.stderr.text();
+    let refusal = said
+        .lines()
+        .find(|line| line.contains("wc.wasm: refused: its sha256 is"))
+        .unwrap_or_else(|| panic!("no refusal in {said}"));
+    assert!(
+        refusal.contains(&format!(
+            "its sha256 is {}, but {} records {recorded} for it",
+            found.trim_start_matches("sha256:"),
+            lock.display()
+        )),
+        "{refusal}"
+    );
+    for replica in [&mut good, &mut bad] {
+        replica.terminate();
+        assert_eq!(replica.exit_code(), Some(0), "{}", replica.stderr.text());
+    }
 }

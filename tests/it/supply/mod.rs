@@ -4,22 +4,30 @@
 //! client, and against a small server of this file that answers each bad way a
 //! registry or URL can; and piton.lock holding the plugins folder to its digests.
 //!
-//! docker-registry is in tests/packages.txt: a missing one fails the registry tests,
-//! unless `PITON_SKIP=docker-registry` asks to skip them.
+//! docker-registry (and apache2-utils, whose `htpasswd` makes a login for it) is in
+//! tests/packages.txt: a missing one fails the registry tests, unless
+//! `PITON_SKIP=docker-registry` asks to skip them.
 
+mod at_load;
 mod bad;
+mod bad_url;
+mod before_code;
 mod interop;
+mod keyless;
+mod levels;
 mod lock;
+mod login;
 mod registry;
 mod signed;
+mod updates;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest as _, Sha256};
 
@@ -52,7 +60,7 @@ pub(crate) fn files_in(folder: &Path) -> Vec<String> {
 }
 
 /// Debian's docker-registry on a free loopback port with its storage in a temp
-/// folder, no auth; killed when dropped.
+/// folder; killed when dropped.
 pub(crate) struct Registry {
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
@@ -64,12 +72,33 @@ impl Registry {
     /// Starts one, or `None` when docker-registry is missing and `PITON_SKIP` names
     /// it (else the test fails, saying how to install it).
     pub(crate) fn start() -> Option<Self> {
+        Self::start_with(None)
+    }
+
+    /// [`Registry::start`], with `login` (user, password) the only account, asked
+    /// for with HTTP Basic auth (an htpasswd file made by Apache's `htpasswd`).
+    pub(crate) fn start_with(login: Option<(&str, &str)>) -> Option<Self> {
         if !piton_tests::requirements::require("docker-registry") {
             return None;
         }
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("config.yml");
         let storage = dir.path().join("storage");
+        let auth = match login {
+            None => String::new(),
+            Some((user, password)) => {
+                let file = dir.path().join("htpasswd");
+                let out = run(Command::new("htpasswd")
+                    .args(["-B", "-b", "-c"])
+                    .arg(&file)
+                    .args([user, password]));
+                assert!(out.status.success(), "htpasswd: {out:?}");
+                format!(
+                    "auth:\n  htpasswd:\n    realm: piton-test\n    path: {}\n",
+                    file.display()
+                )
+            }
+        };
         std::fs::write(
             &config,
             format!(
@@ -83,7 +112,7 @@ storage:
     rootdirectory: {}
   delete:
     enabled: true
-http:
+{auth}http:
   addr: 127.0.0.1:0
 ",
                 storage.display()
@@ -120,6 +149,8 @@ pub(crate) struct Answer {
     pub(crate) status: u16,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: Vec<u8>,
+    /// Sent with no Content-Length: the body ends when the connection closes.
+    pub(crate) no_length: bool,
 }
 
 impl Answer {
@@ -128,7 +159,29 @@ impl Answer {
             status: 200,
             headers: vec![("Content-Type".into(), content_type.into())],
             body,
+            no_length: false,
         }
+    }
+
+    /// An empty answer with `status`.
+    pub(crate) fn status(status: u16) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            no_length: false,
+        }
+    }
+
+    /// A redirect (`status`, such as 302) to `location`.
+    pub(crate) fn redirect(status: u16, location: &str) -> Self {
+        Self::status(status).header("Location", location)
+    }
+
+    /// This answer with no Content-Length: its size is known only once it is read.
+    pub(crate) fn without_length(mut self) -> Self {
+        self.no_length = true;
+        self
     }
 
     pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
@@ -137,12 +190,32 @@ impl Answer {
     }
 }
 
-/// A small HTTP/1.1 server answering each `METHOD PATH` from a fixed table (a 404
-/// for anything else), one connection at a time: a registry or URL that answers
-/// badly. Stops when dropped.
+/// A small HTTP/1.1 server answering each `METHOD PATH` from a fixed table (the
+/// path with its query, else without it; a 404 for anything else), one connection
+/// at a time: a registry or URL that answers badly. It keeps each request it was
+/// sent ([`BadServer::seen`]). Stops when dropped.
 pub(crate) struct BadServer {
     pub(crate) addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    routes: Arc<Mutex<BTreeMap<String, Answer>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// A request a [`BadServer`] was sent: `METHOD PATH` and its headers.
+#[derive(Clone, Debug)]
+pub(crate) struct Seen {
+    pub(crate) route: String,
+    pub(crate) headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    /// The value of its header `name`, if it was sent one.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 impl BadServer {
@@ -150,20 +223,38 @@ impl BadServer {
     pub(crate) fn start(routes: impl FnOnce(SocketAddr) -> BTreeMap<String, Answer>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
         let addr = listener.local_addr().expect("its address");
-        let routes = routes(addr);
+        let routes = Arc::new(Mutex::new(routes(addr)));
         let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (stopped, served, log) = (stop.clone(), routes.clone(), seen.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopped.load(Ordering::SeqCst) {
                     break;
                 }
                 if let Ok(stream) = stream {
-                    answer(stream, &routes);
+                    let routes = served.lock().expect("the routes").clone();
+                    answer(stream, &routes, &log);
                 }
             }
         });
-        Self { addr, stop }
+        Self {
+            addr,
+            stop,
+            routes,
+            seen,
+        }
+    }
+
+    /// Each request it was sent so far, in order.
+    pub(crate) fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("the log").clone()
+    }
+
+    /// From now on, answers `route` (`METHOD PATH`) with `answer`.
+    pub(crate) fn set(&self, route: &str, answer: Answer) {
+        let mut routes = self.routes.lock().expect("the routes");
+        routes.insert(route.to_owned(), answer);
     }
 }
 
@@ -175,23 +266,27 @@ impl Drop for BadServer {
     }
 }
 
-/// Reads one request from `stream` and writes the answer `routes` has for it.
-fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>) {
+/// Reads one request from `stream`, logs it in `log` (before answering, so that a
+/// client done with its answer finds it there), and writes the answer `routes`
+/// has for it.
+fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>, log: &Mutex<Vec<Seen>>) {
     let mut reader = BufReader::new(stream.try_clone().expect("the stream clones"));
     let mut first = String::new();
     if reader.read_line(&mut first).is_err() {
         return;
     }
     let mut length = 0_usize;
+    let mut headers = Vec::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+            headers.push((name.trim().to_owned(), value.trim().to_owned()));
         }
     }
     let _ = reader
@@ -200,22 +295,30 @@ fn answer(mut stream: TcpStream, routes: &BTreeMap<String, Answer>) {
         .read_to_end(&mut Vec::new());
     let mut words = first.split_whitespace();
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let key = format!("{method} {path}");
-    let get = format!("GET {path}");
-    let found = routes
-        .get(&key)
-        .or_else(|| (method == "HEAD").then(|| routes.get(&get)).flatten());
+    let bare = path.split('?').next().unwrap_or(path);
+    let lookup = |method: &str| {
+        routes
+            .get(&format!("{method} {path}"))
+            .or_else(|| routes.get(&format!("{method} {bare}")))
+    };
+    let found = lookup(method).or_else(|| (method == "HEAD").then(|| lookup("GET")).flatten());
+    log.lock().expect("the log").push(Seen {
+        route: format!("{method} {path}"),
+        headers,
+    });
     let not_found = Answer {
-        status: 404,
-        headers: Vec::new(),
         body: b"not here".to_vec(),
+        ..Answer::status(404)
     };
     let answer = found.unwrap_or(&not_found);
     let mut head = format!("HTTP/1.1 {} X\r\nConnection: close\r\n", answer.status);
     for (name, value) in &answer.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", answer.body.len()));
+    if !answer.no_length {
+        head.push_str(&format!("Content-Length: {}\r\n", answer.body.len()));
+    }
+    head.push_str("\r\n");
     let _ = stream.write_all(head.as_bytes());
     if method != "HEAD" {
         let _ = stream.write_all(&answer.body);

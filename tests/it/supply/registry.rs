@@ -86,7 +86,7 @@ fn a_published_component_is_added_called_listed_and_removed() {
         sources,
         [(
             "read_file.wasm".into(),
-            "copied by hand".into(),
+            "not recorded".into(),
             digest(&read_file)
         )],
         "{}",
@@ -106,7 +106,7 @@ fn a_published_component_is_added_called_listed_and_removed() {
     assert!(
         table
             .lines()
-            .any(|l| l.contains("read_file.wasm") && l.contains("copied by hand")),
+            .any(|l| l.contains("read_file.wasm") && l.contains("not recorded")),
         "{table}"
     );
 

@@ -19,12 +19,12 @@ use crate::support::{piton, run, stderr, stdout};
 
 /// A folder with keys `alice` and `bob` (made by `piton keygen`), `plugins/` with
 /// a piton.toml requiring a signature by the keys named, and `src/`.
-struct Signed {
+pub(super) struct Signed {
     dir: tempfile::TempDir,
 }
 
 impl Signed {
-    fn new(trusted: &[&str]) -> Self {
+    pub(super) fn new(trusted: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let signed = Self { dir };
         for sub in ["plugins", "src"] {
@@ -38,17 +38,22 @@ impl Signed {
         signed
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(super) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
-    fn plugins(&self) -> PathBuf {
+    pub(super) fn plugins(&self) -> PathBuf {
         self.path("plugins")
     }
 
     /// piton.toml: `require = "signed"`, the keys `trusted` named.
-    fn trust(&self, trusted: &[&str]) {
-        let mut toml = String::from("[trust]\nrequire = \"signed\"\n");
+    pub(super) fn trust(&self, trusted: &[&str]) {
+        self.trust_as("signed", trusted);
+    }
+
+    /// piton.toml: `require` as given, the keys `trusted` named.
+    pub(super) fn trust_as(&self, require: &str, trusted: &[&str]) {
+        let mut toml = format!("[trust]\nrequire = {require:?}\n");
         for name in trusted {
             let key = self.path(&format!("{name}.pub"));
             toml += &format!(
@@ -60,7 +65,7 @@ impl Signed {
     }
 
     /// `src/NAME.wasm`, a copy of `component`, signed by `key` if given.
-    fn source(&self, name: &str, component: &str, key: Option<&str>) -> PathBuf {
+    pub(super) fn source(&self, name: &str, component: &str, key: Option<&str>) -> PathBuf {
         let file = self.path(&format!("src/{name}.wasm"));
         std::fs::copy(component, &file).expect("copy");
         if let Some(key) = key {
@@ -71,20 +76,20 @@ impl Signed {
         file
     }
 
-    fn add(&self, source: &str) -> Output {
+    pub(super) fn add(&self, source: &str) -> Output {
         piton_in(&self.plugins(), &["add", source])
     }
 
-    fn lock(&self) -> Lock {
+    pub(super) fn lock(&self) -> Lock {
         Lock::load(&self.plugins().join("piton.lock")).expect("the lock reads")
     }
 }
 
-fn said(out: &Output) -> String {
+pub(super) fn said(out: &Output) -> String {
     format!("{}{}", stdout(out), stderr(out))
 }
 
-fn text(path: &Path) -> &str {
+pub(super) fn text(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
 }
 
@@ -101,6 +106,12 @@ fn a_file_signed_by_a_trusted_key_is_added_and_each_other_is_refused() {
     );
     let signer = signed.lock().components["lookup"].signer.clone();
     assert!(signer.is_some_and(|s| s.starts_with("key alice SHA256:")));
+    let listed = said(&piton_in(&signed.plugins(), &["list", "--sources"]));
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("lookup "))
+        .unwrap_or("");
+    assert!(row.contains("  key alice SHA256:"), "the signer: {listed}");
 
     // Not signed; signed by bob; alice's bundle over other bytes.
     let unsigned = signed.source("plain", guests::LOOKUP_V1, None);
@@ -307,6 +318,6 @@ fn a_running_server_stops_serving_what_a_key_taken_out_of_trust_signed() {
     assert!(served.tools(3).contains(&"lookup".to_owned()));
 }
 
-fn bundle_of(file: &Path) -> PathBuf {
+pub(super) fn bundle_of(file: &Path) -> PathBuf {
     PathBuf::from(format!("{}.sigstore.json", file.display()))
 }

@@ -33,9 +33,9 @@ use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequestMethod, CallToolResponse, CallToolResult, ClientJsonRpcMessage,
-    ClientNotification, ErrorData, JsonObject, JsonRpcMessage, JsonRpcVersion2_0, ProgressToken,
-    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestMethod, CallToolResponse, ClientJsonRpcMessage, ClientNotification, ErrorData,
+    JsonObject, JsonRpcMessage, JsonRpcVersion2_0, ProgressToken, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -45,8 +45,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::wire::{Fed, Lines, Out, Piece};
 use crate::call::CallContext;
 use crate::consent::Channel;
-use crate::serve::answer;
+use crate::serve::reply::{self, Revision};
 use crate::serve::served::Served;
+use crate::serve::{answer, traced};
 
 /// How long the calls still running when the input ends may take to answer, as
 /// rmcp gives its own handlers.
@@ -160,15 +161,12 @@ struct LeanMeta {
 impl LeanParams {
     /// The call's context, with the trace context of its `_meta` (ignored when it
     /// does not parse, as on rmcp's path).
-    fn context(&mut self) -> CallContext {
-        match self.meta.take() {
-            Some(LeanMeta {
-                traceparent: Some(parent),
-                tracestate,
-                ..
-            }) => CallContext::new().traced(Some(&parent), tracestate.as_deref()),
-            _ => CallContext::new(),
-        }
+    fn context(&self) -> CallContext {
+        let meta = self.meta.as_ref().and_then(|meta| {
+            let parent = meta.traceparent.as_deref()?;
+            Some((parent, meta.tracestate.as_deref()))
+        });
+        traced::call_context(meta, None)
     }
 }
 
@@ -179,33 +177,10 @@ fn parse(line: &[u8]) -> Option<LeanRequest> {
 
 /// The answer line to request `id`, as rmcp writes it for a peer on a protocol
 /// before 2026-07-28 (the only peers the lean path serves).
-pub(super) fn answer_line(id: RequestId, answer: Result<CallToolResult, ErrorData>) -> Vec<u8> {
-    let message: ServerJsonRpcMessage = match answer {
-        Ok(result) => {
-            let mut result = ServerResult::from(CallToolResponse::from(result));
-            result.strip_result_type_for_legacy_peer();
-            result.strip_non_object_output_for_legacy_peer();
-            JsonRpcMessage::response(result, id)
-        }
-        Err(error) => JsonRpcMessage::error(error, Some(id)),
-    };
+pub(super) fn answer_line(id: RequestId, answer: Result<CallToolResponse, ErrorData>) -> Vec<u8> {
+    let message = reply::message(id, answer.map(ServerResult::from), Revision::Session);
     let mut line = Vec::with_capacity(256);
-    if let Err(error) = serde_json::to_writer(&mut line, &message) {
-        // Not seen: these types have string keys only. Still, the peer gets an answer.
-        tracing::error!(%error, "cannot serialize a tools/call answer");
-        line.clear();
-        let id = match &message {
-            JsonRpcMessage::Response(response) => Some(response.id.clone()),
-            JsonRpcMessage::Error(error) => error.id.clone(),
-            _ => None,
-        };
-        let error =
-            ErrorData::internal_error(format!("cannot serialize the answer: {error}"), None);
-        let fallback: ServerJsonRpcMessage = JsonRpcMessage::error(error, id);
-        if serde_json::to_writer(&mut line, &fallback).is_err() {
-            line.clear();
-        }
-    }
+    reply::encode(&message, &mut line);
     line.push(b'\n');
     line
 }
@@ -311,7 +286,7 @@ where
     /// Starts a lean call: here, polled by this task, when it is the only one;
     /// else on a task of its own, so that calls in flight together use every core.
     fn start(&mut self, request: LeanRequest) {
-        let LeanRequest { id, mut params, .. } = request;
+        let LeanRequest { id, params, .. } = request;
         let ctx = params.context();
         // The call runs on the registry of now to its end, as through rmcp.
         let served = self.lean.served.clone();
@@ -329,14 +304,7 @@ where
                     params.arguments,
                     &Channel::Cannot,
                 )
-                .await
-                .and_then(|response| match response {
-                    CallToolResponse::Complete(result) => Ok(result),
-                    _ => Err(ErrorData::internal_error(
-                        "a lean call answered other than with a result",
-                        None,
-                    )),
-                });
+                .await;
                 answer_line(id, answer)
             }
         };

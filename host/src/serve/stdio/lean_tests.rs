@@ -3,159 +3,19 @@
 //! cancellation, calls in flight together, and the end of input.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::sync::Notify;
 
 use super::connection::serve_lean;
 use super::lean::Lean;
-use crate::call::CallContext;
-use crate::error::{CallError, Trap};
 use crate::registry::Registry;
 use crate::serve::served::Served;
-use crate::tool::{Args, Content, Tool, ToolError, ToolResult, ToolSpec};
-use piton_wit::Hints;
+use crate::serve::test_tools::registry;
 
 const ANSWER: Duration = Duration::from_secs(20);
-
-/// What a test tool does when called.
-#[derive(Clone)]
-enum Does {
-    Text,
-    Object,
-    Empty,
-    /// 64 KiB of text.
-    Big,
-    Fail,
-    Trap,
-    /// Answers with the trace context it was called in.
-    Trace,
-    /// Tells `started`, then waits for `release`; sets `dropped` if the call is
-    /// dropped before it ends.
-    Wait {
-        started: Arc<Notify>,
-        release: Arc<Notify>,
-        dropped: Arc<AtomicBool>,
-    },
-}
-
-struct TestTool {
-    spec: ToolSpec,
-    does: Does,
-}
-
-/// Sets its flag when dropped unless disarmed: the call future went away early.
-struct DropFlag(Arc<AtomicBool>, bool);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        if self.1 {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl Tool for TestTool {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn hints(&self) -> Hints {
-        Hints::read_only().open_world(false)
-    }
-
-    async fn call(
-        &self,
-        ctx: &CallContext,
-        args: &Args,
-        _hints: Hints,
-    ) -> Result<ToolResult, CallError> {
-        match &self.does {
-            Does::Trace => Ok(Ok(vec![Content::text(format!(
-                "{:?} {:?}",
-                ctx.trace.map(|t| t.to_string()),
-                ctx.tracestate.as_ref().map(|s| s.as_str())
-            ))])),
-            Does::Text => Ok(Ok(vec![Content::text(format!(
-                "got {}",
-                Value::from(args.clone())
-            ))])),
-            Does::Object => Ok(Ok(vec![Content::Json {
-                json: json!({"words": 3, "list": [1, "two"]}),
-            }])),
-            Does::Empty => Ok(Ok(Vec::new())),
-            Does::Big => Ok(Ok(vec![Content::text("x".repeat(64 * 1024))])),
-            Does::Fail => Ok(Err(ToolError::Failed("it did not work".into()))),
-            Does::Trap => Err(CallError::trap(
-                self.spec.name.clone(),
-                Trap::Guest("boom".into()),
-            )),
-            Does::Wait {
-                started,
-                release,
-                dropped,
-            } => {
-                let mut flag = DropFlag(dropped.clone(), true);
-                started.notify_one();
-                release.notified().await;
-                flag.1 = false;
-                Ok(Ok(vec![Content::text("released")]))
-            }
-        }
-    }
-}
-
-fn tool(name: &str, does: Does) -> TestTool {
-    TestTool {
-        spec: ToolSpec {
-            name: name.into(),
-            description: format!("the {name} tool"),
-            input_schema: json!({"type": "object"}),
-            parallel: true,
-        },
-        does,
-    }
-}
-
-struct Waiter {
-    started: Arc<Notify>,
-    release: Arc<Notify>,
-    dropped: Arc<AtomicBool>,
-}
-
-fn registry() -> (Registry, Waiter) {
-    let waiter = Waiter {
-        started: Arc::default(),
-        release: Arc::default(),
-        dropped: Arc::default(),
-    };
-    let mut registry = Registry::new();
-    let tools = [
-        tool("text", Does::Text),
-        tool("object", Does::Object),
-        tool("empty", Does::Empty),
-        tool("big", Does::Big),
-        tool("fail", Does::Fail),
-        tool("trap", Does::Trap),
-        tool("trace", Does::Trace),
-        tool(
-            "wait",
-            Does::Wait {
-                started: waiter.started.clone(),
-                release: waiter.release.clone(),
-                dropped: waiter.dropped.clone(),
-            },
-        ),
-    ];
-    for tool in tools {
-        registry.add(tool).expect("a valid tool");
-    }
-    (registry, waiter)
-}
 
 /// A client of one in-process session, its raw lines as the server wrote them.
 struct Peer {
