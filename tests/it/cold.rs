@@ -247,3 +247,62 @@ async fn a_component_loaded_again_before_its_optimised_compile_shares_that_compi
     }
     assert_eq!(counts(&runtime), (1, 1, 1));
 }
+
+/// Baseline code is held by the same sandbox as optimised code: the same memory
+/// limit, stack, filesystem, network and environment (one linker and one pool
+/// configuration serve both engines; Winch emits its own bounds checks).
+#[tokio::test]
+async fn the_sandbox_holds_guests_running_baseline_code() {
+    let cache = tempfile::tempdir().expect("dir");
+    let runtime = cold_runtime(cache.path());
+    let _held = runtime.hold_optimising();
+    let mut tools = Vec::new();
+    for path in [
+        guests::HOSTILE_ALLOC,
+        guests::HOSTILE_DEEP,
+        guests::HOSTILE_READ_PASSWD,
+        guests::HOSTILE_READ_ENV,
+        guests::HOSTILE_CONNECT,
+    ] {
+        let tool = only(load_on(&runtime, path).await);
+        assert!(!tool.optimised(), "{path} runs baseline code");
+        tools.push(with_settings(tool, Default::default(), Limits::default()));
+    }
+    let registry = registry(tools);
+
+    let message = call_stops(&registry, "alloc", json!({})).await;
+    assert!(
+        message.contains("tool `alloc` exceeded its memory limit of 64 MiB"),
+        "{message}"
+    );
+    let message = call_stops(&registry, "deep", json!({"kib": 512})).await;
+    assert!(message.contains("tool `deep` trapped"), "{message}");
+    assert_eq!(call_ok(&registry, "deep", json!({"kib": 1})).await, ["1"]);
+
+    let piton_host::ToolError::Failed(message) =
+        call_error(&registry, "read_passwd", json!({})).await
+    else {
+        panic!("reading /etc/passwd fails");
+    };
+    assert!(!message.contains("root:"), "{message}");
+
+    let seen: serde_json::Value =
+        serde_json::from_str(&call_ok(&registry, "read_env", json!({})).await[0]).expect("json");
+    assert_eq!(seen["env"], json!([]), "{seen}");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let piton_host::ToolError::Failed(message) =
+        call_error(&registry, "connect", json!({"port": port})).await
+    else {
+        panic!("connecting fails");
+    };
+    assert!(message.contains("connect:"), "{message}");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let accepted = listener.accept();
+    assert!(
+        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the listener sees no connection: {accepted:?}"
+    );
+    assert_eq!(counts(&runtime).1, 0, "still no optimised code");
+}
