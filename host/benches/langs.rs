@@ -45,11 +45,12 @@ fn main() {
     let toolchains = support::toolchains();
     let scratch = tempfile::tempdir().expect("a scratch folder");
     println!(
-        "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>22} {:>10}",
+        "{:<7} {:>10} {:>8} {:>12} {:>12} {:>12} {:>14} {:>12} {:>22} {:>10}",
         "lang",
         "size",
         "build",
-        "cold compile",
+        "cold: listed",
+        "compiled",
         "cached load",
         "call median",
         "call p99",
@@ -71,10 +72,11 @@ fn main() {
         let size = std::fs::metadata(&built.wasm).map_or(0, |m| m.len());
         let row = rt.block_on(measure(&built.wasm, scratch.path()));
         println!(
-            "{:<7} {:>10} {:>8} {:>12} {:>12} {:>14} {:>12} {:>22} {:>10}",
+            "{:<7} {:>10} {:>8} {:>12} {:>12} {:>12} {:>14} {:>12} {:>22} {:>10}",
             lang.name(),
             mib(size),
             secs(build_time),
+            secs(row.cold_listed),
             secs(row.cold_compile),
             ms(row.cached_load),
             us(row.call_median),
@@ -96,6 +98,8 @@ fn main() {
             build_time.as_secs_f64(),
             "s",
         );
+        let listed = row.cold_listed.as_secs_f64();
+        record("langs", &format!("{name}_cold_listed"), listed, "s");
         let cold = row.cold_compile.as_secs_f64();
         record("langs", &format!("{name}_cold_compile"), cold, "s");
         let cached = support::ms(row.cached_load);
@@ -116,6 +120,10 @@ fn main() {
 }
 
 struct Row {
+    /// With no compile cache: until the load gives the tools (specs read on
+    /// baseline code).
+    cold_listed: Duration,
+    /// The same, until the optimised code is compiled too.
     cold_compile: Duration,
     cached_load: Duration,
     call_median: Duration,
@@ -128,16 +136,20 @@ struct Row {
 
 async fn measure(wasm: &Path, scratch: &Path) -> Row {
     // Cold: a new engine with no compile cache each time; the median of a few.
-    let mut cold = Vec::new();
+    let (mut listed, mut cold) = (Vec::new(), Vec::new());
     for _ in 0..COLD_COMPILES {
         let runtime = runtime(None);
         let started = Instant::now();
         load(&runtime, wasm).await;
+        listed.push(started.elapsed());
+        runtime.optimised().await;
         cold.push(started.elapsed());
     }
     // Cached: a new engine over a compile cache that holds the component.
     let cache = scratch.join(format!("cache-{}", wasm.display().to_string().len()));
-    load(&runtime(Some(cache.clone())), wasm).await;
+    let filling = runtime(Some(cache.clone()));
+    load(&filling, wasm).await;
+    filling.optimised().await;
     let mut cached = Vec::new();
     for _ in 0..CACHED_LOADS {
         let runtime = runtime(Some(cache.clone()));
@@ -187,6 +199,7 @@ async fn measure(wasm: &Path, scratch: &Path) -> Row {
         }
     }
     Row {
+        cold_listed: median(&mut listed),
         cold_compile: median(&mut cold),
         cached_load: median(&mut cached),
         call_median: median(&mut calls),

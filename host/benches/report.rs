@@ -333,7 +333,7 @@ const TABLES: &[Table] = &[
             "language",
             "component",
             "build",
-            "cold compile",
+            "cold: tools listed / compiled",
             "cached load",
             "call, fresh instance (median / p99)",
             "the same, no instance made ahead",
@@ -345,7 +345,7 @@ const TABLES: &[Table] = &[
                 cells: &[
                     &["langs/rust_size"],
                     &["langs/rust_build"],
-                    &["langs/rust_cold_compile"],
+                    &["langs/rust_cold_listed", "langs/rust_cold_compile"],
                     &["langs/rust_cached_load"],
                     &["langs/rust_call_median", "langs/rust_call_p99"],
                     &["langs/rust_unready_median", "langs/rust_unready_p99"],
@@ -358,7 +358,7 @@ const TABLES: &[Table] = &[
                 cells: &[
                     &["langs/python_size"],
                     &["langs/python_build"],
-                    &["langs/python_cold_compile"],
+                    &["langs/python_cold_listed", "langs/python_cold_compile"],
                     &["langs/python_cached_load"],
                     &["langs/python_call_median", "langs/python_call_p99"],
                     &["langs/python_unready_median", "langs/python_unready_p99"],
@@ -371,7 +371,7 @@ const TABLES: &[Table] = &[
                 cells: &[
                     &["langs/js_size"],
                     &["langs/js_build"],
-                    &["langs/js_cold_compile"],
+                    &["langs/js_cold_listed", "langs/js_cold_compile"],
                     &["langs/js_cached_load"],
                     &["langs/js_call_median", "langs/js_call_p99"],
                     &["langs/js_unready_median", "langs/js_unready_p99"],
@@ -384,7 +384,7 @@ const TABLES: &[Table] = &[
                 cells: &[
                     &["langs/ts_size"],
                     &["langs/ts_build"],
-                    &["langs/ts_cold_compile"],
+                    &["langs/ts_cold_listed", "langs/ts_cold_compile"],
                     &["langs/ts_cached_load"],
                     &["langs/ts_call_median", "langs/ts_call_p99"],
                     &["langs/ts_unready_median", "langs/ts_unready_p99"],
@@ -397,7 +397,7 @@ const TABLES: &[Table] = &[
                 cells: &[
                     &["langs/c_size"],
                     &["langs/c_build"],
-                    &["langs/c_cold_compile"],
+                    &["langs/c_cold_listed", "langs/c_cold_compile"],
                     &["langs/c_cached_load"],
                     &["langs/c_call_median", "langs/c_call_p99"],
                     &["langs/c_unready_median", "langs/c_unready_p99"],
@@ -410,7 +410,7 @@ const TABLES: &[Table] = &[
                 cells: &[
                     &["langs/go_size"],
                     &["langs/go_build"],
-                    &["langs/go_cold_compile"],
+                    &["langs/go_cold_listed", "langs/go_cold_compile"],
                     &["langs/go_cached_load"],
                     &["langs/go_call_median", "langs/go_call_p99"],
                     &["langs/go_unready_median", "langs/go_unready_p99"],

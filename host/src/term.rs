@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 
 /// How the table of `piton list` is cut when stdout is not a terminal (or the
 /// terminal does not say its width).
@@ -112,63 +112,6 @@ pub(crate) fn stdout_width() -> usize {
     TERMINAL_WIDTH
 }
 
-/// A progress line on stderr, drawn over itself with `\r`. Made only when stderr is
-/// a terminal: piped or captured stderr (the tests', a log file's) never gets one,
-/// and it never goes to stdout, which `piton serve` keeps for the protocol.
-pub(crate) struct ProgressLine {
-    /// What the line shows now: drawn again only when it changes, and blanked by
-    /// its length.
-    shown: String,
-}
-
-impl ProgressLine {
-    /// A progress line, if stderr is a terminal.
-    pub(crate) fn on_stderr() -> Option<Self> {
-        std::io::stderr().is_terminal().then(|| Self {
-            shown: String::new(),
-        })
-    }
-
-    /// Shows `text` in place of what the line showed.
-    pub(crate) fn show(&mut self, text: &str) {
-        if text == self.shown {
-            return;
-        }
-        let blank = " ".repeat(
-            self.shown
-                .chars()
-                .count()
-                .saturating_sub(text.chars().count()),
-        );
-        let mut stderr = std::io::stderr().lock();
-        // A terminal that cannot be written to only loses the bar.
-        let _ = write!(stderr, "\r{text}{blank}");
-        let _ = stderr.flush();
-        text.clone_into(&mut self.shown);
-    }
-
-    /// Blanks the line, leaving the cursor at its start.
-    pub(crate) fn clear(&mut self) {
-        if !self.shown.is_empty() {
-            let width = self.shown.chars().count();
-            let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(width));
-            self.shown.clear();
-        }
-    }
-}
-
-/// `compiling plugins [######··············] 3/10`: what is done of `total`, in a
-/// bar of 20 cells.
-pub(crate) fn progress_text(what: &str, done: u32, total: u32) -> String {
-    const CELLS: u32 = 20;
-    let full = (CELLS * done.min(total)).checked_div(total).unwrap_or(0);
-    format!(
-        "{what} [{}{}] {done}/{total}",
-        "#".repeat(full as usize),
-        "·".repeat((CELLS - full) as usize)
-    )
-}
-
 /// `text` cut to at most `max` characters, the last one `…` when cut.
 pub(crate) fn cut_end(text: &str, max: usize) -> Cow<'_, str> {
     match text.char_indices().nth(max) {
@@ -206,20 +149,6 @@ mod tests {
         );
         assert_eq!(escape("a\tb\nc", false), "a\\tb\\nc");
         assert!(matches!(escape("plain ü 日本", true), Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn progress_fills_its_bar_in_proportion() {
-        assert_eq!(
-            progress_text("compiling plugins", 0, 10),
-            "compiling plugins [····················] 0/10"
-        );
-        assert_eq!(
-            progress_text("compiling plugins", 3, 10),
-            "compiling plugins [######··············] 3/10"
-        );
-        assert_eq!(progress_text("x", 7, 7), "x [####################] 7/7");
-        assert_eq!(progress_text("x", 0, 0), "x [····················] 0/0");
     }
 
     #[test]

@@ -196,17 +196,18 @@ fn cache_shows_its_entries_and_cache_clean_removes_them_and_nothing_else() {
         "{shown}"
     );
     assert!(shown.contains("entries:       1 ("), "{shown}");
+    assert!(shown.contains("with 1 components' kept specs"), "{shown}");
 
     let out = cache_cmd(&["clean"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stdout(&out).starts_with("removed 1 compiled component ("),
+        stdout(&out).starts_with("removed 1 compiled component and 1 kept specs ("),
         "{}",
         stdout(&out)
     );
     assert!(!own.exists());
     all_there(&strangers);
-    assert!(stdout(&cache_cmd(&[])).contains("entries:       0 (0 bytes)"));
+    assert!(stdout(&cache_cmd(&[])).contains("entries:       0 (0 bytes, with 0 "));
     // The next load compiles what it needs again.
     assert_eq!(list(folder.path(), cache.path()).names, ["word_count"]);
     assert!(own.exists());

@@ -481,14 +481,23 @@ fn run_the_deployment() -> (crate::support::Running, u16, tempfile::TempDir) {
     }
     let (running, addr) = listening(command);
     let cache = &container_env(container)["PITON_CACHE_DIR"];
-    let cached = std::fs::read_dir(at(cache))
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-                .count()
-        })
-        .unwrap_or(0);
+    let count = || {
+        std::fs::read_dir(at(cache))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    // `serve` answers on baseline code at once and compiles the optimised code
+    // into the cache in the background: it lands there without a call.
+    let waited = std::time::Instant::now();
+    while count() == 0 && waited.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let cached = count();
     assert_eq!(
         cached,
         1,

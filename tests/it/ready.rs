@@ -17,6 +17,8 @@ use crate::support::*;
 /// counts of its instances made ahead.
 async fn one(path: &str, grants: Grants, limits: Limits) -> (Registry, MadeAhead) {
     let tool = with_settings(load(path).await, grants, limits);
+    // Instances are made ahead of optimised code only.
+    runtime().optimised().await;
     let ahead = tool.made_ahead();
     let mut registry = Registry::new();
     registry.add(tool).expect("one tool");

@@ -15,8 +15,8 @@ use crate::wasm::cache::{self, MAX_UNUSED, Usage};
 /// What `piton cache` does.
 #[derive(Debug, Subcommand)]
 pub(super) enum CacheAction {
-    /// Remove every compiled component from the cache (the next load compiles what
-    /// it needs again); other files in the folder are left alone.
+    /// Remove every compiled component and kept specs from the cache (the next load
+    /// compiles what it needs again); other files in the folder are left alone.
     Clean,
 }
 
@@ -31,11 +31,15 @@ pub(super) fn cache(action: Option<CacheAction>) -> io::Result<Outcome> {
     let mut out = io::stdout().lock();
     match action {
         None => match cache::usage(&dir) {
-            Ok(Usage { entries, bytes }) => {
+            Ok(Usage {
+                entries,
+                specs,
+                bytes,
+            }) => {
                 writeln!(out, "compile cache: {}", dir.display())?;
                 writeln!(
                     out,
-                    "entries:       {entries} ({})",
+                    "entries:       {entries} ({}, with {specs} components' kept specs)",
                     format_size_about(bytes)
                 )?;
                 writeln!(
@@ -68,9 +72,10 @@ pub(super) fn cache(action: Option<CacheAction>) -> io::Result<Outcome> {
                 }
                 writeln!(
                     out,
-                    "removed {} compiled component{} ({}) from {}",
+                    "removed {} compiled component{} and {} kept specs ({}) from {}",
                     cleaned.removed,
                     if cleaned.removed == 1 { "" } else { "s" },
+                    cleaned.removed_specs,
                     format_size_about(cleaned.freed),
                     dir.display()
                 )?;

@@ -194,6 +194,9 @@ pub async fn read_locked(
     locked: &BTreeMap<String, Pin>,
     lock: &Lock,
 ) -> Result<Vec<Result<Vec<WasmTool>, LoadError>>, FolderError> {
+    // Every component's specs first, on baseline code where the cache lacks its
+    // optimised code; the optimised compiles after (see wasm/optimise.rs).
+    let _held = runtime.hold_optimising();
     Ok(match at {
         PluginsAt::Folder(folder) => {
             let files = wasm_files(folder).map_err(|source| FolderError {

@@ -166,13 +166,16 @@ impl Served {
         cut
     }
 
-    /// Loads again with `reload` each time `watch` reports a change, and serves what
-    /// it gives; `None` (it could not load; `reload` says why) keeps the tools served
-    /// now until the files change again. Ends when `served` is dropped, at once, or
-    /// when watching ends.
+    /// Loads again with `reload` each time `watch` (if any) reports a change, or
+    /// `refused` counts specs kept in the compile cache that their code contradicts
+    /// (see [`WasmRuntime::specs_refused`](crate::wasm::WasmRuntime::specs_refused)),
+    /// and serves what it gives; `None` (it could not load; `reload` says why) keeps
+    /// the tools served now until the next change. Ends when `served` is dropped, at
+    /// once, or when watching ends.
     pub async fn reload_on_change<F, Fut>(
         served: Weak<Served>,
-        mut watch: FolderWatch,
+        mut watch: Option<FolderWatch>,
+        mut refused: watch::Receiver<u64>,
         mut reload: F,
     ) where
         F: FnMut() -> Fut,
@@ -181,19 +184,34 @@ impl Served {
         let Some(mut gone) = served.upgrade().map(|s| s.alive.subscribe()) else {
             return;
         };
-        let folder = watch.folder().display().to_string();
+        let folder = watch.as_ref().map_or_else(
+            || "(bundled)".to_owned(),
+            |w| w.folder().display().to_string(),
+        );
         loop {
-            tokio::select! {
-                change = watch.changed() => if change.is_none() {
-                    return;
+            let why = tokio::select! {
+                change = async {
+                    match &mut watch {
+                        Some(watch) => watch.changed().await,
+                        None => std::future::pending().await,
+                    }
+                } => match change {
+                    Some(()) => "the plugins changed",
+                    None => return,
                 },
+                () = async {
+                    // A runtime gone counts no more.
+                    if refused.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                } => "specs kept in the compile cache were refused",
                 // Never sent: this is the sender dropped with `served`.
                 _ = gone.changed() => return,
-            }
+            };
             let Some(served) = served.upgrade() else {
                 return;
             };
-            tracing::info!(%folder, "the plugins changed: reloading");
+            tracing::info!(%folder, "{why}: reloading");
             match reload().await {
                 Some(registry) => {
                     tracing::info!(%folder, tools = registry.len(), "reloaded the plugins");
@@ -201,7 +219,7 @@ impl Served {
                 }
                 None => tracing::warn!(
                     %folder,
-                    "the plugins changed but could not be loaded; still serving the tools \
+                    "{why} but the plugins could not be loaded; still serving the tools \
                      loaded before"
                 ),
             }
@@ -321,15 +339,18 @@ mod tests {
         let served = Served::new(Registry::new());
         let reloads = Arc::new(AtomicUsize::new(0));
         let fail = Arc::new(AtomicBool::new(false));
+        let refusals = tokio::sync::watch::Sender::new(0_u64);
         let watch = FolderWatch::start(Watched {
             folder: dir.path().to_path_buf(),
             files: Vec::new(),
         });
         let follower = {
             let (reloads, fail) = (reloads.clone(), fail.clone());
+            let refused = refusals.subscribe();
             tokio::spawn(Served::reload_on_change(
                 Arc::downgrade(&served),
-                watch,
+                Some(watch),
+                refused,
                 move || {
                     reloads.fetch_add(1, Ordering::SeqCst);
                     let fail = fail.load(Ordering::SeqCst);

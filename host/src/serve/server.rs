@@ -240,18 +240,19 @@ impl Server {
             }
         };
         let served = Served::new(registry);
-        if let Some(watch) = watch {
-            // A reload loads as at start, on the same runtime and upstream connections.
-            let (loader, load) = (self.loader.clone(), self.load.clone());
-            tokio::spawn(Served::reload_on_change(
-                Arc::downgrade(&served),
-                watch,
-                move || {
-                    let loading = load(loader.clone());
-                    async move { loading.await.ok() }
-                },
-            ));
-        }
+        // A reload loads as at start, on the same runtime and upstream connections:
+        // when the folder changes, or when kept specs were refused.
+        let (loader, load) = (self.loader.clone(), self.load.clone());
+        let refused = self.loader.runtime().specs_refused();
+        tokio::spawn(Served::reload_on_change(
+            Arc::downgrade(&served),
+            watch,
+            refused,
+            move || {
+                let loading = load(loader.clone());
+                async move { loading.await.ok() }
+            },
+        ));
         let signal: Option<Pin<Box<dyn Future<Output = Signal> + Send>>> = self
             .signals
             .then(|| Box::pin(next_signal()) as Pin<Box<dyn Future<Output = Signal> + Send>>);

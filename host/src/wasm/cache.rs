@@ -3,7 +3,9 @@
 //! bounded.
 //!
 //! An entry is a file named `<sha256>-<engine>.cwasm` (64 and 16 lowercase hex
-//! digits). A load that uses an entry marks it used (its modification time), and each
+//! digits), or `<sha256>-<format>.spec`: the specs the component declares (see
+//! `specs`), kept so that a start lacking the code still lists the tools without
+//! compiling first. A load that uses an entry marks it used (its modification time), and each
 //! load of the plugins then trims the cache ([`CompileCache::trim`]): an entry no
 //! load of any piton process used for [`MAX_UNUSED`] goes (a plugin removed or
 //! replaced, an older piton's code), then, while the cache is over its `max_size`,
@@ -120,12 +122,15 @@ impl CompileCache {
             .join(format!("{sha256}-{:016x}.cwasm", self.engine_hash))
     }
 
-    /// The component whose bytes hash to `sha256`, when the cache holds a usable one
-    /// (a regular file, private to this user, in the folder still private: a link
-    /// there is not followed); it is marked used.
-    pub(crate) fn get(&self, engine: &Engine, sha256: &str) -> Option<Component> {
-        let path = self.path(sha256);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
+    fn specs_path(&self, sha256: &str) -> PathBuf {
+        self.dir
+            .join(format!("{sha256}-{}.spec", super::specs::format_key()))
+    }
+
+    /// The file at `path` (an entry), when it is a regular file, private to this user,
+    /// in the folder still private; why not is logged when it is there but unusable.
+    fn usable(&self, path: &Path) -> Option<std::fs::Metadata> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
         if !meta.file_type().is_file() {
             return None;
         }
@@ -134,9 +139,62 @@ impl CompileCache {
             return None;
         }
         if let Err(why) = cache_private::check(&meta) {
-            tracing::warn!("{}", why.of_entry(&path));
+            tracing::warn!("{}", why.of_entry(path));
             return None;
         }
+        Some(meta)
+    }
+
+    /// The specs of the component `sha256` kept in the cache, when its entry is
+    /// usable (as [`CompileCache::get`] says) and holds specs of that component;
+    /// what they declare is the load's to check. It is marked used.
+    pub(crate) fn get_specs(&self, sha256: &str) -> Option<super::specs::Specs> {
+        use std::io::Read as _;
+        let path = self.specs_path(sha256);
+        let meta = self.usable(&path)?;
+        if meta.len() > super::specs::MAX_SIZE {
+            tracing::warn!(path = %path.display(), "not using an oversized specs entry");
+            return None;
+        }
+        let mut text = Vec::new();
+        let read = std::fs::File::open(&path)
+            .and_then(|file| file.take(super::specs::MAX_SIZE).read_to_end(&mut text));
+        if let Err(error) = read {
+            tracing::debug!(path = %path.display(), %error, "cannot read a specs entry");
+            return None;
+        }
+        match super::specs::Specs::parse(&text, sha256) {
+            Ok(specs) => {
+                mark_used(&path);
+                Some(specs)
+            }
+            Err(why) => {
+                tracing::warn!(path = %path.display(), why, "not using a specs entry");
+                None
+            }
+        }
+    }
+
+    /// Keeps `specs` (read from their component's code): written when there is no
+    /// usable entry or it differs, else marked used. A cache that cannot be written
+    /// only costs a compile before the tools are listed, at a start that lacks the
+    /// code.
+    pub(crate) fn keep_specs(&self, specs: &super::specs::Specs) {
+        let path = self.specs_path(&specs.sha256);
+        if self.get_specs(&specs.sha256).as_ref() == Some(specs) {
+            return;
+        }
+        if let Err(error) = self.store(&path, &specs.to_text()) {
+            tracing::warn!(path = %path.display(), %error, "cannot write the compile cache");
+        }
+    }
+
+    /// The component whose bytes hash to `sha256`, when the cache holds a usable one
+    /// (a regular file, private to this user, in the folder still private: a link
+    /// there is not followed); it is marked used.
+    pub(crate) fn get(&self, engine: &Engine, sha256: &str) -> Option<Component> {
+        let path = self.path(sha256);
+        self.usable(&path)?;
         // SAFETY: the file was written by `compile` below from
         // `Engine::precompile_component` with an engine of the same settings (the
         // name carries their hash); wasmtime also checks its header on load. Only
@@ -215,17 +273,21 @@ pub struct Trimmed {
 /// What a cache folder holds: its entries (see the module's docs for what counts).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Entries.
+    /// Compiled components.
     pub entries: usize,
-    /// Their bytes.
+    /// Components' kept specs.
+    pub specs: usize,
+    /// The bytes of both.
     pub bytes: u64,
 }
 
 /// The entries of the cache folder `dir`; none when it does not exist.
 pub fn usage(dir: &Path) -> std::io::Result<Usage> {
     let found = list(dir)?;
+    let specs = found.entries.iter().filter(|e| is_specs(&e.path)).count();
     Ok(Usage {
-        entries: found.entries.len(),
+        entries: found.entries.len() - specs,
+        specs,
         bytes: found.entries.iter().map(|e| e.size).sum(),
     })
 }
@@ -239,9 +301,11 @@ pub fn check_private(dir: &Path) -> std::io::Result<()> {
 /// What [`clean`] removed, and what it could not.
 #[derive(Debug, Default)]
 pub struct Cleaned {
-    /// Entries removed.
+    /// Compiled components removed.
     pub removed: usize,
-    /// Their bytes.
+    /// Kept specs removed.
+    pub removed_specs: usize,
+    /// The bytes of both.
     pub freed: u64,
     /// Entries that could not be removed, and why.
     pub failed: Vec<(PathBuf, std::io::Error)>,
@@ -261,7 +325,11 @@ pub fn clean(dir: &Path) -> std::io::Result<Cleaned> {
     for entry in found.entries.into_iter().chain(stale) {
         match remove(&entry, None) {
             Ok(()) => {
-                cleaned.removed += 1;
+                if is_specs(&entry.path) {
+                    cleaned.removed_specs += 1;
+                } else {
+                    cleaned.removed += 1;
+                }
                 cleaned.freed += entry.size;
             }
             Err(error) => cleaned.failed.push((entry.path, error)),
@@ -381,16 +449,24 @@ fn age(now: SystemTime, time: SystemTime) -> Duration {
     now.duration_since(time).unwrap_or_default()
 }
 
-/// Whether `name` is an entry's: 64 lowercase hex digits, `-`, 16, `.cwasm`.
+/// Whether `name` is an entry's: 64 lowercase hex digits, `-`, 16, `.cwasm` or
+/// `.spec`.
 fn is_entry_name(name: &str) -> bool {
     let hex = |s: &str, n: usize| {
         s.len() == n
             && s.bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
-    name.strip_suffix(".cwasm")
-        .and_then(|stem| stem.split_once('-'))
-        .is_some_and(|(sha, engine)| hex(sha, 64) && hex(engine, 16))
+    (name
+        .strip_suffix(".cwasm")
+        .or_else(|| name.strip_suffix(".spec")))
+    .and_then(|stem| stem.split_once('-'))
+    .is_some_and(|(sha, engine)| hex(sha, 64) && hex(engine, 16))
+}
+
+/// Whether the entry at `path` holds kept specs (else compiled code).
+fn is_specs(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "spec")
 }
 
 /// Whether `name` is one of piton's temporary files: `.piton-XXXXXX.cwasm.tmp`.
@@ -411,7 +487,10 @@ mod tests {
     #[test]
     fn only_piton_names_are_entries_or_temporary_files() {
         assert!(is_entry_name(&format!("{SHA}-0123456789abcdef.cwasm")));
+        assert!(is_entry_name(&format!("{SHA}-0123456789abcdef.spec")));
         for name in [
+            format!("{SHA}-0123456789abcdef.spec.tmp"),
+            format!("{SHA}-0123456789abcdef.json"),
             format!("{SHA}-0123456789abcdef.cwasm.bak"),
             format!("{SHA}-0123456789ABCDEF.cwasm"),
             format!("{}-0123456789abcdef.cwasm", &SHA[1..]),

@@ -74,7 +74,24 @@ impl WasmRuntime {
         what: LoadFrom,
         pin: Option<&Pin>,
     ) -> Result<Checked, LoadError> {
-        let tools = self.load(what, pin).await?;
+        let mut tools = self.load(what.clone(), pin).await?;
+        // Compiled optimised too, as a load's tools run in the end (and cached). Tools
+        // made from kept specs their code contradicts are read again, from the code.
+        self.optimised().await;
+        if !tools.iter().all(WasmTool::optimised) {
+            tools = self.load(what, pin).await?;
+            self.optimised().await;
+        }
+        if let Some(tool) = tools.iter().find(|tool| !tool.optimised()) {
+            return Err(LoadError {
+                plugin: tool.source(),
+                kind: LoadErrorKind::Compile(
+                    "the optimising compiler (Cranelift) failed on it, though the baseline \
+                     one did not; the log (PITON_LOG=warn) says why"
+                        .to_owned(),
+                ),
+            });
+        }
         // What a registry checks when the tool joins it: the name, the sizes, and
         // the input schema (an object schema, and what checking it may cost).
         for tool in &tools {

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
-use super::bindings::{self, Guest, PluginPre, ToolboxPluginPre};
+use super::bindings::{self, Guest};
+use super::code::{Code, Linking, Now};
+use super::engine::Tier;
 use super::fs::Pins;
 use super::ready::{Made, ReadyPool};
 use super::runtime::{Admitted, WasmRuntime};
@@ -39,15 +41,13 @@ const CALL_FUEL_SLACK: usize = 1024 * 1024;
 /// What wasmtime says when a guest hands the host more than its hostcall fuel.
 pub(super) const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
 
-/// The pre-linked component a tool runs from.
+/// Which tool of its component an [`Instances`] runs.
 #[derive(Clone)]
-pub(super) enum Pre {
-    /// A `plugin`: the component is the tool.
-    Plugin(Arc<PluginPre<Sandbox>>),
+pub(super) enum Role {
+    /// A `plugin`'s one tool.
+    Plugin,
     /// One tool of a `toolbox-plugin`.
     Toolbox {
-        /// The toolbox, shared by its tools.
-        pre: Arc<ToolboxPluginPre<Sandbox>>,
         /// The name the toolbox gave the tool (piton.toml may rename it; the guest
         /// still knows it by this one).
         tool: Arc<str>,
@@ -69,31 +69,34 @@ pub(super) type GuestOp<R> = Box<
 /// checked against the output limit.
 pub(super) type RunAnswer = Result<Vec<bindings::Content>, bindings::ToolError>;
 
-/// Makes fresh instances of one pre-linked component on its runtime.
+/// Makes fresh instances of one component's code on its runtime.
 #[derive(Clone)]
 pub(super) struct Instances {
     runtime: WasmRuntime,
-    pre: Pre,
+    code: Arc<Code>,
+    role: Role,
     /// Instances of the component made ahead, shared by a toolbox's tools.
     ready: Arc<ReadyPool>,
 }
 
 impl Instances {
-    /// Instances of `pre`, made on `runtime`.
-    pub(super) fn new(runtime: WasmRuntime, pre: Pre) -> Self {
+    /// Instances of `code`, made on `runtime`, for the tool `role` says.
+    pub(super) fn new(runtime: WasmRuntime, code: Arc<Code>, role: Role) -> Self {
         Self {
             runtime,
-            pre,
+            code,
+            role,
             ready: Arc::default(),
         }
     }
 
-    /// Instances of the same component run as `pre` says (another tool of the same
-    /// toolbox), sharing the instances made ahead.
-    pub(super) fn sibling(&self, pre: Pre) -> Self {
+    /// Instances of the same component for another tool (of the same toolbox),
+    /// sharing the instances made ahead.
+    pub(super) fn sibling(&self, role: Role) -> Self {
         Self {
             runtime: self.runtime.clone(),
-            pre,
+            code: self.code.clone(),
+            role,
             ready: self.ready.clone(),
         }
     }
@@ -103,9 +106,38 @@ impl Instances {
         super::ready::MadeAhead(self.ready.clone())
     }
 
+    /// Whether its calls run the optimised code now.
+    pub(super) fn optimised(&self) -> bool {
+        matches!(self.code.now(), Now::Ready(linking) if linking.tier() == Tier::Optimised)
+    }
+
+    /// The code to run now: when there is none yet (the tools were made from kept
+    /// specs), a baseline compile is started and its specs checked, and this waits.
+    async fn linking(&self, name: &str) -> Result<Arc<Linking>, CallError> {
+        let now = match self.code.now() {
+            Now::Awaiting => {
+                self.code.want();
+                self.runtime.compile_for_call(&self.code);
+                self.code.settled().await
+            }
+            now => now,
+        };
+        match now {
+            Now::Ready(linking) => Ok(linking),
+            Now::Refused(why) => Err(host_fault(
+                name,
+                format!(
+                    "its specs kept in the compile cache are not the ones its code gives \
+                     ({why}); piton loads its tools again: list them again and retry"
+                ),
+            )),
+            Now::Awaiting => Err(host_fault(name, "its code is not compiled")),
+        }
+    }
+
     /// Whether the component is a `toolbox-plugin` (else it is a `plugin`).
     pub(super) fn in_toolbox(&self) -> bool {
-        matches!(self.pre, Pre::Toolbox { .. })
+        matches!(self.role, Role::Toolbox { .. })
     }
 
     /// Counts a call of the tool `name` in flight until dropped, or refuses it as
@@ -219,8 +251,8 @@ impl Instances {
     /// tool that declared it has none.
     pub(super) fn has_hints_for(&self) -> bool {
         !matches!(
-            self.pre,
-            Pre::Toolbox {
+            self.role,
+            Role::Toolbox {
                 has_hints_for: false,
                 ..
             }
@@ -279,9 +311,9 @@ impl Instances {
 
     /// The name the toolbox knows this tool by; empty for a `plugin`.
     fn toolbox_name(&self) -> Arc<str> {
-        match &self.pre {
-            Pre::Plugin(_) => Arc::from(""),
-            Pre::Toolbox { tool, .. } => tool.clone(),
+        match &self.role {
+            Role::Plugin => Arc::from(""),
+            Role::Toolbox { tool, .. } => tool.clone(),
         }
     }
 
@@ -303,11 +335,18 @@ impl Instances {
         op: GuestOp<R>,
     ) -> Result<R, CallError> {
         let Whose { name, denials } = whose;
+        // The code there is now, for the whole of this instance's life.
+        let linking = self.linking(name).await?;
+        let optimised = linking.tier() == Tier::Optimised;
         // A call takes an instance made ahead when one waits and fits its memory
-        // limit; loading's reads make their own.
+        // limit; loading's reads make their own. Instances are made ahead only of
+        // optimised code, which is never replaced.
         let calling = !name.is_empty();
+        if calling && !optimised {
+            self.code.want();
+        }
         let reaper = &self.runtime.inner.reaper;
-        let ready = match calling.then(|| self.ready.take()).flatten() {
+        let ready = match (calling && optimised).then(|| self.ready.take()).flatten() {
             Some(made) if made.store.data().limiter.used() <= limits.memory => Some(made.take()),
             Some(too_big) => {
                 let (store, _, slot) = too_big.take();
@@ -341,39 +380,32 @@ impl Instances {
                 arm(&mut store, limits.timeout);
                 (store, Some(guest))
             }
-            None => (self.new_store(limits, sandbox), None),
+            None => (new_store(&linking, limits, sandbox), None),
         };
         store.set_hostcall_fuel(fuel);
         let outcome = tokio::time::timeout(limits.timeout, async {
             let guest = match guest {
                 Some(guest) => guest,
-                None => self.instantiate(&mut store).await?,
+                None => linking.instantiate(&mut store).await?,
             };
             op(&mut store, guest).await
         })
         .await;
         let answer = answer_of(name, limits, store.data(), outcome);
         reaper.drop_later(store, slot);
-        if calling {
-            self.make_ahead(limits);
+        if calling && optimised {
+            self.make_ahead(linking, limits);
         }
         answer
     }
 
-    /// A fresh instance of the component in `store`.
-    async fn instantiate(&self, store: &mut Store<Sandbox>) -> wasmtime::Result<Guest> {
-        Ok(match &self.pre {
-            Pre::Plugin(pre) => Guest::Plugin(pre.instantiate_async(store).await?),
-            Pre::Toolbox { pre, .. } => Guest::Toolbox(pre.instantiate_async(store).await?),
-        })
-    }
-
-    /// Makes one more instance ahead in the background, for the calls to come, when
-    /// fewer than two wait or are being made for this component, a place among the
-    /// runtime's instances kept ahead is free, and an instance slot is free now
-    /// (never waiting for one: calls come first). It grants nothing; a component
-    /// whose instantiation reaches the host is never made ahead (see ready.rs).
-    fn make_ahead(&self, limits: &Limits) {
+    /// Makes one more instance of `linking` ahead in the background, for the calls
+    /// to come, when fewer than two wait or are being made for this component, a
+    /// place among the runtime's instances kept ahead is free, and an instance slot
+    /// is free now (never waiting for one: calls come first). It grants nothing; a
+    /// component whose instantiation reaches the host is never made ahead (see
+    /// ready.rs).
+    fn make_ahead(&self, linking: Arc<Linking>, limits: &Limits) {
         if !self.ready.start_making() {
             return;
         }
@@ -396,8 +428,10 @@ impl Instances {
             );
             let made = match nothing {
                 Ok(sandbox) => {
-                    let mut store = this.new_store(&limits, sandbox);
-                    match tokio::time::timeout(limits.timeout, this.instantiate(&mut store)).await {
+                    let mut store = new_store(&linking, &limits, sandbox);
+                    match tokio::time::timeout(limits.timeout, linking.instantiate(&mut store))
+                        .await
+                    {
                         Ok(Ok(guest)) if store.data().host_calls == 0 => {
                             Some(Made::new(store, guest, slot, kept))
                         }
@@ -416,15 +450,15 @@ impl Instances {
             this.ready.finish_making(made);
         });
     }
+}
 
-    /// A store with no capabilities, the memory limiter, and a deadline checked at
-    /// every epoch tick.
-    fn new_store(&self, limits: &Limits, sandbox: Sandbox) -> Store<Sandbox> {
-        let mut store = Store::new(&self.runtime.inner.engine, sandbox);
-        store.limiter(|sandbox| &mut sandbox.limiter);
-        arm(&mut store, limits.timeout);
-        store
-    }
+/// A store for `linking`'s code with no capabilities, the memory limiter, and a
+/// deadline checked at every epoch tick.
+fn new_store(linking: &Linking, limits: &Limits, sandbox: Sandbox) -> Store<Sandbox> {
+    let mut store = Store::new(linking.engine(), sandbox);
+    store.limiter(|sandbox| &mut sandbox.limiter);
+    arm(&mut store, limits.timeout);
+    store
 }
 
 /// A fault of the host's own (no instance slot, a mount that vanished) in a call of

@@ -1,30 +1,28 @@
-//! Loading a component file as tools: compile (or take from the compile cache), find
-//! which piton world it exports, and read its tools' specs and hints in an instance
-//! with no capabilities. A `plugin` gives one tool; a `toolbox-plugin` gives one
-//! [`WasmTool`] per tool it declares, all sharing one pre-linked component.
+//! Loading a component file as tools: take its code from the compile cache, or
+//! compile it (baseline code first, the optimised compile queued, see `optimise`),
+//! find which piton world it exports, and read its tools (see `read`); or, when the
+//! cache has lost its code but kept its specs, make its tools from those and compile
+//! in the background (see `specs`).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wasmtime::component::Component;
+use wasmtime::component::{Component, Linker};
 
 use sha2::{Digest, Sha256};
 
-use super::bindings::{self, PluginPre, ToolboxPluginPre};
+use super::code::{Code, Linking, Now};
 use super::diagnose::{self, World};
-use super::instance::{FUEL_EXHAUSTED, Instances, Pre, SPEC_FUEL, TOOLBOX_FUEL, from_wit_hints};
+use super::engine::Tier;
 use super::runtime::WasmRuntime;
+use super::sandbox::Sandbox;
+use super::specs::{Declared, Specs};
 use super::tool::WasmTool;
-use super::trap::{root_message, trap_text};
-use crate::config::ToolConfig;
+use super::trap::root_message;
 use crate::config::pins::Pin;
 use crate::error::{LoadError, LoadErrorKind};
 use crate::source::ToolSource;
-use crate::tool::{ComponentInfo, ToolSpec};
-
-/// The most tools one toolbox may declare.
-const MAX_TOOLS: usize = 128;
+use crate::tool::ComponentInfo;
 
 /// What [`WasmRuntime::load`] loads: a component file, or a component's bytes.
 #[derive(Clone, Debug)]
@@ -93,7 +91,9 @@ impl WasmRuntime {
                 for pin in pins {
                     pin.check(&source, &info.sha256)?;
                 }
-                self.tools_of(source, component, info).await
+                let linker = &self.inner.linker;
+                let (code, info) = self.link(&source, &component, linker, Tier::Optimised, info)?;
+                self.read_tools(source, code, info).await
             }
             Ok(Opened::Bytes(bytes)) => self.load_bytes(source, bytes, pins).await,
             Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
@@ -124,7 +124,7 @@ impl WasmRuntime {
         let runtime = self.clone();
         let pinned: Vec<_> = pins.iter().map(|pin| pin.sha256).collect();
         // The digest of exactly these bytes, the ones compiled below.
-        let (bytes, sha256, cached) = tokio::task::spawn_blocking(move || {
+        let (bytes, sha256, cached, kept) = tokio::task::spawn_blocking(move || {
             let sha256 = hex::encode(Sha256::digest(&bytes));
             let refused = pinned.iter().any(|pinned| !pinned.matches(&sha256));
             let cached = if refused {
@@ -132,7 +132,10 @@ impl WasmRuntime {
             } else {
                 runtime.cached(&sha256)
             };
-            (bytes, sha256, cached)
+            let kept = (!refused && cached.is_none())
+                .then(|| runtime.kept_specs(&sha256))
+                .flatten();
+            (bytes, sha256, cached, kept)
         })
         .await
         .map_err(|e| fail(LoadErrorKind::Compile(diagnose::one_line(&e.to_string()))))?;
@@ -142,35 +145,90 @@ impl WasmRuntime {
         if let Some(problem) = diagnose::header_problem(&bytes) {
             return Err(fail(LoadErrorKind::Compile(problem)));
         }
-        let component = match cached {
-            Some(component) => component,
-            None => self
-                .compile(bytes, sha256.clone())
-                .await
-                .map_err(compile_failed)?,
-        };
         let info = ComponentInfo {
             sha256,
             size: len as u64,
             imports: Vec::new(),
         };
-        self.tools_of(source, component, info).await
+        if let Some(component) = cached {
+            let linker = &self.inner.linker;
+            let (code, info) = self.link(&source, &component, linker, Tier::Optimised, info)?;
+            return self.read_tools(source, code, info).await;
+        }
+        // Loaded again while its optimised compile is queued: the same code (unless
+        // its kept specs were refused: then as if it were not queued).
+        let pending = self
+            .pending_code(&info.sha256)
+            .filter(|code| !matches!(code.now(), Now::Refused(_)));
+        if let Some(code) = pending {
+            let info = self.imports_of(&code, info);
+            if let Some(specs) = code.unchecked() {
+                let decls = specs.decls();
+                return self.tools_from(&code, &source, &info, decls);
+            }
+            return self.read_tools(source, code, info).await;
+        }
+        let bytes: Arc<[u8]> = Arc::from(bytes);
+        // Its specs kept, not its code: its tools made from them at once, its code
+        // compiled in the background (or for its first call) and checked against
+        // them before any call runs. Kept specs that do not check are not used.
+        if let Some(specs) = kept {
+            let code = Arc::new(Code::awaiting(specs, bytes.clone()));
+            let info = self.imports_of(&code, info.clone());
+            let decls = code.unchecked().map(Specs::decls).unwrap_or_default();
+            match self.tools_from(&code, &source, &info, decls) {
+                Ok(tools) => {
+                    self.optimise_later(info.sha256.clone(), bytes, &code);
+                    return Ok(tools);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "not using the specs kept in the compile cache")
+                }
+            }
+        }
+        // Its specs read (and its first calls run) on baseline code, compiled in a
+        // fraction of the time; the optimised compile of these same bytes follows in
+        // the background. A component the baseline compiler cannot compile (a
+        // proposal Winch lacks) is compiled optimised now, as its load's error says.
+        match self.compile_baseline(bytes.clone()).await {
+            Ok((component, baseline)) => {
+                let (code, info) =
+                    self.link(&source, &component, &baseline.linker, Tier::Baseline, info)?;
+                drop(component);
+                let sha256 = info.sha256.clone();
+                let tools = self.read_tools(source, code.clone(), info).await?;
+                self.optimise_later(sha256, bytes, &code);
+                Ok(tools)
+            }
+            Err(error) => {
+                tracing::info!(%source, error = %root_message(&error), "no baseline code: compiled optimised now");
+                let component = self
+                    .compile(bytes.to_vec(), info.sha256.clone())
+                    .await
+                    .map_err(compile_failed)?;
+                let linker = &self.inner.linker;
+                let (code, info) = self.link(&source, &component, linker, Tier::Optimised, info)?;
+                self.read_tools(source, code, info).await
+            }
+        }
     }
 
-    /// The tools of a compiled component: which world it exports, checked against
-    /// the linker, and its tools' specs and hints read in an instance with no
-    /// capabilities. `info`'s imports are filled in here.
-    async fn tools_of(
+    /// A compiled component's code: which world it exports, checked against
+    /// `linker` (of the engine that compiled it, of `tier`), and `info` with its
+    /// imports filled in.
+    fn link(
         &self,
-        source: ToolSource,
-        component: Component,
+        source: &ToolSource,
+        component: &Component,
+        linker: &Linker<Sandbox>,
+        tier: Tier,
         mut info: ComponentInfo,
-    ) -> Result<Vec<WasmTool>, LoadError> {
+    ) -> Result<(Arc<Code>, ComponentInfo), LoadError> {
         let fail = |kind| LoadError {
             plugin: source.clone(),
             kind,
         };
-        let engine = &self.inner.engine;
+        let engine = linker.engine();
         let types = component.component_type();
         info.imports = types
             .imports(engine)
@@ -189,8 +247,7 @@ impl WasmRuntime {
         }
         let world = (diagnose::world_of(&exports))
             .map_err(|p| fail(LoadErrorKind::Contract(p.to_string())))?;
-
-        let does_not_fit = |e: wasmtime::Error| {
+        let linking = Linking::new(linker, component, world, tier).map_err(|e| {
             let name = match world {
                 World::Plugin => "plugin",
                 World::Toolbox => "toolbox-plugin",
@@ -199,122 +256,38 @@ impl WasmRuntime {
                 "does not fit the piton:tool@0.1 `{name}` world: {}",
                 diagnose::one_line(&root_message(&e))
             )))
-        };
-        let instance_pre = self
-            .inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(does_not_fit)?;
-        match world {
-            World::Plugin => {
-                let pre = PluginPre::new(instance_pre).map_err(does_not_fit)?;
-                let instances = Instances::new(self.clone(), Pre::Plugin(Arc::new(pre)));
-                Ok(vec![read_plugin(instances, source, info).await?])
-            }
-            World::Toolbox => {
-                let pre = ToolboxPluginPre::new(instance_pre).map_err(does_not_fit)?;
-                self.read_toolbox(Arc::new(pre), source, info).await
-            }
-        }
+        })?;
+        Ok((
+            Arc::new(Code::new(world, linking, info.imports.clone())),
+            info,
+        ))
     }
 
-    /// One tool per declaration of a toolbox's `tools`, each sharing `pre`.
-    async fn read_toolbox(
+    /// `info` with the imports of `code`'s component.
+    fn imports_of(&self, code: &Code, mut info: ComponentInfo) -> ComponentInfo {
+        info.imports = code.imports().to_vec();
+        info
+    }
+
+    /// The tools of a component's `code`: its tools' specs and hints read in an
+    /// instance with no capabilities, and kept in the compile cache.
+    async fn read_tools(
         &self,
-        pre: Arc<ToolboxPluginPre<super::sandbox::Sandbox>>,
         source: ToolSource,
+        code: Arc<Code>,
         info: ComponentInfo,
     ) -> Result<Vec<WasmTool>, LoadError> {
-        let asker = Instances::new(
-            self.clone(),
-            Pre::Toolbox {
-                pre: pre.clone(),
-                tool: Arc::from(""),
-                has_hints_for: false,
-            },
-        );
-        let decls = asker
-            .read_toolbox()
-            .await
-            .map_err(|e| read_failed(&source, e, TOOLBOX_FUEL))?;
-        let fail = |message: String| LoadError {
-            plugin: source.clone(),
-            kind: LoadErrorKind::Invalid(message),
+        let decls = self.declared(&code).await.map_err(|e| e.of(&source))?;
+        let specs = Specs {
+            sha256: info.sha256.clone(),
+            world: code.world().into(),
+            imports: info.imports.clone(),
+            tools: decls.iter().map(Declared::of).collect(),
         };
-        if decls.is_empty() {
-            return Err(fail("a toolbox that declares no tools".to_owned()));
-        }
-        if decls.len() > MAX_TOOLS {
-            return Err(fail(format!(
-                "a toolbox of {} tools, more than piton loads from one component \
-                 ({MAX_TOOLS}); split it",
-                decls.len()
-            )));
-        }
-        let mut names = BTreeSet::new();
-        let mut tools = Vec::with_capacity(decls.len());
-        for bindings::ToolDecl {
-            spec,
-            hints,
-            has_hints_for,
-        } in decls
-        {
-            let name = spec.name.clone();
-            if !names.insert(name.clone()) {
-                return Err(fail(format!(
-                    "a toolbox that declares two tools named `{}`; give each tool its own name",
-                    diagnose::one_line(&name)
-                )));
-            }
-            let named = |m: String| fail(format!("its tool `{}`: {m}", diagnose::one_line(&name)));
-            let instances = asker.sibling(Pre::Toolbox {
-                pre: pre.clone(),
-                tool: Arc::from(name.as_str()),
-                has_hints_for,
-            });
-            let spec = spec_of(spec).map_err(named)?;
-            let hints = from_wit_hints(hints).map_err(|e| named(format!("its hints: {e}")))?;
-            tools.push(
-                WasmTool::new(
-                    instances,
-                    source.clone(),
-                    info.clone(),
-                    spec,
-                    hints,
-                    &ToolConfig::default(),
-                )
-                .map_err(|e| named(e.to_string()))?,
-            );
-        }
+        let tools = self.tools_from(&code, &source, &info, decls)?;
+        self.keep_specs(specs);
         Ok(tools)
     }
-}
-
-/// The tool of a `plugin`, its spec and hints asked of it.
-async fn read_plugin(
-    instances: Instances,
-    source: ToolSource,
-    info: ComponentInfo,
-) -> Result<WasmTool, LoadError> {
-    let (spec, hints) = instances
-        .read_plugin()
-        .await
-        .map_err(|e| read_failed(&source, e, SPEC_FUEL))?;
-    let fail = |message| LoadError {
-        plugin: source.clone(),
-        kind: LoadErrorKind::Invalid(message),
-    };
-    let spec = spec_of(spec).map_err(fail)?;
-    let hints = from_wit_hints(hints).map_err(|e| fail(format!("its hints: {e}")))?;
-    WasmTool::new(
-        instances,
-        source.clone(),
-        info,
-        spec,
-        hints,
-        &ToolConfig::default(),
-    )
-    .map_err(|e| fail(e.to_string()))
 }
 
 /// A component file as [`open`] found it.
@@ -394,41 +367,4 @@ fn open(
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(Unreadable::Io)?;
     Ok(Opened::Bytes(bytes))
-}
-
-/// The host's spec from the guest's, its sizes and schema checked.
-fn spec_of(spec: bindings::plugin::piton::tool::types::ToolSpec) -> Result<ToolSpec, String> {
-    crate::tool::check_spec_size(&spec.description, spec.input_schema.len())
-        .map_err(|e| e.to_string())?;
-    Ok(ToolSpec {
-        input_schema: serde_json::from_str(&spec.input_schema)
-            .map_err(|e| format!("its input schema is not JSON: {e}"))?,
-        name: spec.name,
-        description: spec.description,
-        parallel: spec.parallel,
-    })
-}
-
-/// A trap while reading specs, as a load error: over `fuel` says how much piton reads.
-fn read_failed(source: &ToolSource, error: crate::error::CallError, fuel: usize) -> LoadError {
-    let text = trap_text(error);
-    LoadError {
-        plugin: source.clone(),
-        kind: if text.contains(FUEL_EXHAUSTED) {
-            LoadErrorKind::Invalid(format!(
-                "{} over {}, more than piton reads (a description may have \
-                 at most {}, an input schema at most {} of JSON); shorten them",
-                if fuel == TOOLBOX_FUEL {
-                    "its tools' specs are together"
-                } else {
-                    "its spec is"
-                },
-                crate::limits::format_size(fuel as u64),
-                crate::limits::format_size(crate::tool::MAX_DESCRIPTION as u64),
-                crate::limits::format_size(crate::tool::MAX_INPUT_SCHEMA as u64),
-            ))
-        } else {
-            LoadErrorKind::Trap(text)
-        },
-    }
 }

@@ -1,46 +1,20 @@
 //! The engine every wasm tool runs on: pooling allocator, epoch deadlines, the WASI
-//! linker, the compile cache and the cap on concurrent instances.
+//! linker, the compile cache and the cap on concurrent instances; and the baseline
+//! engine a component runs on until its optimised code is compiled (see `engine`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::cache::{CacheCounts, CompileCache};
+use super::engine::Tier;
+use super::queue::Optimiser;
 use super::sandbox::Sandbox;
 use crate::config::runtime::RuntimeSettings;
 use crate::limits::format_size;
-
-/// How often the epoch advances: the granularity of deadlines, and how often a
-/// running guest yields to the async executor so a busy guest cannot starve others.
-pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// How much of each linear memory is reset in place (memset back to its initial
-/// contents) when its instance is dropped, rather than handed back to the kernel.
-///
-/// What lies past it is reset with `madvise`, and each page the next instance touches
-/// there faults in again: word_count writes 4 pages above its 1 MiB stack (5 faults a
-/// call). Each `madvise` also makes the kernel interrupt every other core running one
-/// of piton's threads to flush its TLB, so calls on two cores held each other up. A
-/// Rust guest's memory starts with its stack, then its data: 1 MiB and 64 KiB with
-/// Rust's default stack, 320 KiB with the 256 KiB piton builds Rust tools with
-/// (`piton_guest_builder::STACK_SIZE`); a C guest's at 128 KiB. 2 MiB covers each,
-/// and their calls make no system call to reset memory. (The figures below are
-/// word_count with a 1 MiB stack.) Measured on 2 cores (load 1.2-1.6), 64 KiB against 2 MiB: word_count
-/// from 2 concurrent callers 21 000-23 000 calls/s against 45 000-46 000, with
-/// 500 000 TLB-flush interrupts in the run against 200; one caller alike (37-38 µs);
-/// tally-c (C) 144 µs a call against 90; text-js 1.45 ms against 1.50, notes-py
-/// 2.24 ms against 2.26 (their memories are larger: 2 MiB more to reset). A slot
-/// keeps at most this much resident between its instances.
-///
-/// wasmtime's page scan (`PoolingAllocationConfig::pagemap_scan`), which resets
-/// only the pages an instance wrote, halved word_count's call, but is not used: in
-/// wasmtime 48 it skips a written page that is swapped out or being migrated at the
-/// time (not `PRESENT`), so the next instance in the slot could read it.
-const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
 
 /// How many calls may wait for an instance per instance, unless set: deep enough to
 /// take a burst of several clients' parallel calls, short enough that the last one
@@ -173,7 +147,7 @@ pub(crate) struct Inner {
     pub(crate) linker: Linker<Sandbox>,
     cache: Option<CompileCache>,
     /// One permit per pooled instance slot: calls wait here instead of failing when
-    /// every slot is taken.
+    /// every slot is taken. Shared by both engines' pools.
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
     /// Places among the instances kept made ahead of calls (see [`super::ready`]).
     pub(crate) kept_ahead: Arc<tokio::sync::Semaphore>,
@@ -182,37 +156,54 @@ pub(crate) struct Inner {
     /// Blocking work of loads (reading and hashing a file, looking it up in the
     /// cache): one job per core, so 100 plugins take a few threads, not 100.
     pub(crate) load_jobs: tokio::sync::Semaphore,
-    /// Compiles at once: one per core (each also spreads its functions over the
-    /// cores), so that 100 first-start compiles neither take 100 threads and their
-    /// memory at once nor leave a core idle.
+    /// Compiles a load waits for, at once: one per core (each also spreads its
+    /// functions over the cores), so that 100 first-start compiles neither take 100
+    /// threads and their memory at once nor leave a core idle.
     compile_jobs: tokio::sync::Semaphore,
+    /// The baseline engine and its linker, made when a load first needs them and
+    /// dropped when no optimised compile is left to wait for.
+    baseline: Mutex<Option<Arc<Baseline>>>,
+    /// Optimised compiles queued in the background.
+    pub(crate) optimiser: Optimiser,
     /// Compiles asked for and finished since the runtime was made: [`Compiles`].
-    compiles_asked: AtomicU32,
-    compiles_done: AtomicU32,
+    pub(crate) compiles_asked: AtomicU32,
+    pub(crate) compiles_done: AtomicU32,
+    compiles_baseline: AtomicU32,
     /// Compile cache hits and misses, for the metrics.
     cache_counts: Arc<CacheCounts>,
+    /// Kept specs refused so far: [`WasmRuntime::specs_refused`].
+    pub(crate) refused: tokio::sync::watch::Sender<u64>,
     /// Calls admitted (running or waiting for a slot), at most `max_in_flight`.
     in_flight: AtomicU32,
     max_in_flight: u32,
     config: RuntimeConfig,
 }
 
-/// Compiles since a runtime was made, for a progress bar: those asked for (cache
-/// misses, waiting or running) and those finished (compiled or failed).
+/// The baseline engine (Winch) and its WASI linker.
+pub(crate) struct Baseline {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<Sandbox>,
+}
+
+/// Compiles since a runtime was made, for a progress bar: the optimised compiles
+/// asked for (cache misses, waiting or running) and finished (compiled or failed),
+/// and the baseline compiles done.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Compiles {
-    /// Asked for.
+    /// Optimised compiles asked for.
     pub asked: u32,
-    /// Finished.
+    /// Optimised compiles finished.
     pub done: u32,
+    /// Baseline compiles done (a load's, or a call's that found no code).
+    pub baseline: u32,
 }
 
 /// Counts one compile finished when dropped, so a failed or cancelled one counts too.
-struct Finished<'a>(&'a AtomicU32);
+struct Finished<'a>(&'a WasmRuntime);
 
 impl Drop for Finished<'_> {
     fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        self.0.count_compile_done();
     }
 }
 
@@ -251,35 +242,11 @@ impl WasmRuntime {
     /// A runtime with `config`. Starts the epoch ticker thread, which ends when the
     /// last clone of the engine is dropped.
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
-        let mut pool = PoolingAllocationConfig::new();
-        // Each tool instance is a component with a handful of core instances,
-        // usually one memory and one table; a slot pool sized for `max_instances`
-        // such components.
         let n = config.max_instances.max(1);
-        pool.total_component_instances(n)
-            .total_core_instances(n * 16)
-            .total_memories(n * 2)
-            .total_tables(n * 4)
-            .total_stacks(n)
-            .max_memory_size(usize::try_from(config.max_memory).unwrap_or(usize::MAX))
-            .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
-            .table_keep_resident(64 << 10);
-        let mut wasm = Config::new();
-        wasm.epoch_interruption(true)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&wasm).map_err(|e| RuntimeError(e.to_string()))?;
-
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| RuntimeError(e.to_string()))?;
-        // The filesystem and network layers replace some of WASI's functions with
-        // ones that hold a call to its capabilities.
-        linker.allow_shadowing(true);
-        super::fs::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
-        super::net::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
-        super::fds::add_to_linker(&mut linker).map_err(|e| RuntimeError(e.to_string()))?;
-        linker.allow_shadowing(false);
-
+        let engine =
+            super::engine::engine(config.max_instances, config.max_memory, Tier::Optimised)
+                .map_err(RuntimeError)?;
+        let linker = super::engine::linker(&engine).map_err(RuntimeError)?;
         let cache =
             config
                 .cache_dir
@@ -293,8 +260,6 @@ impl WasmRuntime {
                 });
         // Raises the open-file limit and shares it out among the instances.
         super::fds::init(n as usize);
-        spawn_ticker(&engine)
-            .map_err(|e| RuntimeError(format!("cannot start the epoch ticker thread: {e}")))?;
         let reaper = super::ready::Reaper::start()
             .map_err(|e| RuntimeError(format!("cannot start the reaper thread: {e}")))?;
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
@@ -308,9 +273,13 @@ impl WasmRuntime {
                 reaper,
                 load_jobs: tokio::sync::Semaphore::new(cores),
                 compile_jobs: tokio::sync::Semaphore::new(cores),
+                baseline: Mutex::new(None),
+                optimiser: Optimiser::new(cores),
                 compiles_asked: AtomicU32::new(0),
                 compiles_done: AtomicU32::new(0),
+                compiles_baseline: AtomicU32::new(0),
                 cache_counts: Arc::default(),
+                refused: tokio::sync::watch::Sender::new(0),
                 in_flight: AtomicU32::new(0),
                 max_in_flight: n.saturating_add(config.queued()),
                 config,
@@ -371,32 +340,110 @@ impl WasmRuntime {
         found
     }
 
+    /// The specs of the component `sha256` kept in the compile cache, if usable (see
+    /// `specs`). Blocking.
+    pub(super) fn kept_specs(&self, sha256: &str) -> Option<super::specs::Specs> {
+        self.inner.cache.as_ref()?.get_specs(sha256)
+    }
+
+    /// Keeps `specs`, read from their component's code, in the compile cache (if any),
+    /// off the load's path: done when the handle given is, and before
+    /// [`WasmRuntime::optimised`] is.
+    pub(super) fn keep_specs(
+        &self,
+        specs: super::specs::Specs,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let cache = self.inner.cache.clone()?;
+        let pending = self.background_work();
+        Some(tokio::task::spawn_blocking(move || {
+            cache.keep_specs(&specs);
+            drop(pending);
+        }))
+    }
+
     /// Compile cache hits (components taken from the cache) and misses (components
     /// compiled) since the runtime was made.
     pub fn cache_counts(&self) -> Arc<CacheCounts> {
         self.inner.cache_counts.clone()
     }
 
-    /// Compiles `bytes` (whose hash is `sha256`) when a compile job is free, and
-    /// caches the result; counted in [`WasmRuntime::compiles`].
+    /// Compiles `bytes` (whose hash is `sha256`) with the optimising compiler when a
+    /// compile job is free, and caches the result; counted in
+    /// [`WasmRuntime::compiles`].
     pub(crate) async fn compile(
         &self,
         bytes: Vec<u8>,
         sha256: String,
     ) -> wasmtime::Result<Component> {
-        self.inner.compiles_asked.fetch_add(1, Ordering::Relaxed);
+        self.count_compile_asked();
+        let _finished = Finished(self);
+        let _job = self.inner.compile_jobs.acquire().await?;
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || runtime.compile_blocking(&bytes, &sha256)).await?
+    }
+
+    /// Compiles `bytes` (whose hash is `sha256`) with the optimising compiler and
+    /// caches the result, on this thread.
+    pub(super) fn compile_blocking(
+        &self,
+        bytes: &[u8],
+        sha256: &str,
+    ) -> wasmtime::Result<Component> {
         self.inner.cache_counts.miss();
-        let _finished = Finished(&self.inner.compiles_done);
+        let engine = &self.inner.engine;
+        match &self.inner.cache {
+            Some(cache) => cache.compile(engine, bytes, sha256),
+            None => Component::new(engine, bytes),
+        }
+    }
+
+    /// Compiles `bytes` with the baseline compiler when a compile job is free: the
+    /// component and the engine (with its linker) it is for.
+    pub(super) async fn compile_baseline(
+        &self,
+        bytes: Arc<[u8]>,
+    ) -> wasmtime::Result<(Component, Arc<Baseline>)> {
         let _job = self.inner.compile_jobs.acquire().await?;
         let runtime = self.clone();
         tokio::task::spawn_blocking(move || {
-            let engine = &runtime.inner.engine;
-            match &runtime.inner.cache {
-                Some(cache) => cache.compile(engine, &bytes, &sha256),
-                None => Component::new(engine, &bytes),
-            }
+            let baseline = runtime.baseline()?;
+            let component = Component::new(&baseline.engine, &bytes)?;
+            runtime
+                .inner
+                .compiles_baseline
+                .fetch_add(1, Ordering::Relaxed);
+            Ok((component, baseline))
         })
         .await?
+    }
+
+    /// The baseline engine, made if there is none. Blocking.
+    fn baseline(&self) -> wasmtime::Result<Arc<Baseline>> {
+        let mut baseline = self
+            .inner
+            .baseline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(made) = &*baseline {
+            return Ok(made.clone());
+        }
+        let config = &self.inner.config;
+        let engine = super::engine::engine(config.max_instances, config.max_memory, Tier::Baseline)
+            .map_err(wasmtime::Error::msg)?;
+        let linker = super::engine::linker(&engine).map_err(wasmtime::Error::msg)?;
+        let made = Arc::new(Baseline { engine, linker });
+        *baseline = Some(made.clone());
+        Ok(made)
+    }
+
+    /// Lets go of the baseline engine: it is dropped (with its instance pool) when the
+    /// last code compiled by it is.
+    pub(super) fn drop_baseline(&self) {
+        self.inner
+            .baseline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     /// The compiles asked for and finished since the runtime was made. A load that
@@ -405,24 +452,9 @@ impl WasmRuntime {
         Compiles {
             asked: self.inner.compiles_asked.load(Ordering::Relaxed),
             done: self.inner.compiles_done.load(Ordering::Relaxed),
+            baseline: self.inner.compiles_baseline.load(Ordering::Relaxed),
         }
     }
-}
-
-/// Without the ticker no deadline would fire and no guest would yield, so failing to
-/// start it fails the runtime.
-fn spawn_ticker(engine: &Engine) -> std::io::Result<()> {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("piton-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        })
-        .map(drop)
 }
 
 #[cfg(test)]

@@ -83,6 +83,13 @@ impl WasmTool {
         &self.info
     }
 
+    /// Whether its calls run the component's optimised code; else its baseline code,
+    /// until the optimised compile queued at load is done (see
+    /// [`WasmRuntime::optimised`](super::WasmRuntime::optimised)).
+    pub fn optimised(&self) -> bool {
+        self.instances.optimised()
+    }
+
     /// Whether the tool is one of a `toolbox-plugin`'s (else it is a `plugin`).
     pub fn in_toolbox(&self) -> bool {
         self.instances.in_toolbox()
