@@ -255,6 +255,7 @@ fn against_everything() {
         warm_up: WARM_UP,
         block: 100,
         blocks: 20,
+        pause: std::time::Duration::ZERO,
     };
     let run = side_by_side(&mut servers, &params, "Echo: hello", &blocks);
     let mut medians = Vec::new();

@@ -129,6 +129,24 @@ const TABLES: &[Table] = &[
                 then: Some("≤ 1.0x (0.5x)"),
             },
             Row {
+                label: "the same calls 20 ms apart, as an agent's come: piton (its next instance made while the client is away)",
+                cells: &[&["python/spaced_piton_median", "python/spaced_piton_p99"]],
+                then: Some(""),
+            },
+            Row {
+                label: "the Python SDK, calls 20 ms apart",
+                cells: &[&[
+                    "python/spaced_python-sdk_median",
+                    "python/spaced_python-sdk_p99",
+                ]],
+                then: Some(""),
+            },
+            Row {
+                label: "piton / Python SDK, calls 20 ms apart",
+                cells: &[&["python/spaced_ratio"]],
+                then: Some(""),
+            },
+            Row {
                 label: "an `echo` tool over MCP stdio, raw JSON-RPC lines: piton (Rust component)",
                 cells: &[&["mcp/echo_piton_median", "mcp/echo_piton_p99"]],
                 then: Some(""),

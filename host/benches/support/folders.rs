@@ -26,6 +26,33 @@ impl Folders {
         Self { plugins, cwd }
     }
 
+    /// Compiles the plugins folder's components, optimised, into the bench cache (with
+    /// `piton list`, which waits for the optimised compiles), so that a server
+    /// started next runs optimised code from its first call: one started on an empty
+    /// cache answers on baseline code while Cranelift compiles on the other core.
+    #[allow(
+        dead_code,
+        reason = "not every bench serves a component the cache may lack"
+    )]
+    pub fn compiled(self) -> Self {
+        let mut cmd = std::process::Command::new(piton());
+        cmd.arg("list")
+            .arg("--plugins")
+            .arg(self.plugins.path())
+            .current_dir(self.cwd.path())
+            .env("PITON_CACHE_DIR", cache_dir())
+            .env_remove("PITON_PLUGINS")
+            .env_remove("PITON_CONFIG")
+            .env_remove("PITON_LOG")
+            .stdout(std::process::Stdio::null());
+        let status = cmd.status().expect("piton list runs");
+        assert!(
+            status.success(),
+            "piton list compiles the plugins: {status}"
+        );
+        self
+    }
+
     /// `piton serve ARGS` on the plugins folder, its compiled components cached in the
     /// target folder rather than the user's cache.
     pub fn serve(&self, args: &[&str]) -> std::process::Command {

@@ -1,7 +1,7 @@
 //! Two (or more) MCP servers on stdio timed side by side: the same call to each, in
 //! alternating blocks, so the machine's load falls on all of them alike.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::raw::RawClient;
 use super::{Summary, load_average};
@@ -14,6 +14,9 @@ pub struct Blocks {
     pub block: usize,
     /// Blocks timed for each server.
     pub blocks: usize,
+    /// An untimed pause before each timed call (zero: back to back), as an agent's
+    /// calls come between the model's turns.
+    pub pause: Duration,
 }
 
 /// What one side-by-side run measured: each server's calls, in the order given, and
@@ -42,6 +45,9 @@ pub fn side_by_side(
     for _ in 0..blocks.blocks {
         for (client, samples) in servers.iter_mut().zip(&mut samples) {
             for _ in 0..blocks.block {
+                if !blocks.pause.is_zero() {
+                    std::thread::sleep(blocks.pause);
+                }
                 let started = Instant::now();
                 client.call(params, text);
                 samples.push(started.elapsed());
