@@ -75,7 +75,8 @@ pub(crate) fn engine(max_instances: u32, max_memory: u64, tier: Tier) -> Result<
     wasm.epoch_interruption(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     if tier == Tier::Baseline {
-        wasm.strategy(Strategy::Winch);
+        wasm.strategy(Strategy::Winch)
+            .cranelift_opt_level(wasmtime::OptLevel::None);
     }
     let engine = Engine::new(&wasm).map_err(|e| e.to_string())?;
     spawn_ticker(&engine).map_err(|e| format!("cannot start the epoch ticker thread: {e}"))?;
