@@ -36,16 +36,18 @@ impl Folders {
     )]
     pub fn compiled(self) -> Self {
         let mut cmd = std::process::Command::new(piton());
-        cmd.arg("list")
-            .arg("--plugins")
-            .arg(self.plugins.path())
-            .current_dir(self.cwd.path())
-            .env("PITON_CACHE_DIR", cache_dir())
-            .env_remove("PITON_PLUGINS")
-            .env_remove("PITON_CONFIG")
-            .env_remove("PITON_LOG")
-            .stdout(std::process::Stdio::null());
-        let status = cmd.status().expect("piton list runs");
+        running(
+            &mut cmd,
+            "list",
+            &[],
+            self.plugins.path(),
+            self.cwd.path(),
+            &cache_dir(),
+        );
+        let status = cmd
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("piton list runs");
         assert!(
             status.success(),
             "piton list compiles the plugins: {status}"
@@ -96,7 +98,19 @@ pub fn serving<'c>(
     cwd: &Path,
     cache: &Path,
 ) -> &'c mut std::process::Command {
-    cmd.arg("serve")
+    running(cmd, "serve", args, plugins, cwd, cache)
+}
+
+/// Makes `cmd` `piton COMMAND ARGS --plugins PLUGINS`, set up as [`serving`] says.
+fn running<'c>(
+    cmd: &'c mut std::process::Command,
+    command: &str,
+    args: &[&str],
+    plugins: &Path,
+    cwd: &Path,
+    cache: &Path,
+) -> &'c mut std::process::Command {
+    cmd.arg(command)
         .args(args)
         .arg("--plugins")
         .arg(plugins)

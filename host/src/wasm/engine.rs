@@ -75,6 +75,8 @@ pub(crate) fn engine(max_instances: u32, max_memory: u64, tier: Tier) -> Result<
     wasm.epoch_interruption(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     if tier == Tier::Baseline {
+        // Winch compiles the functions; Cranelift still compiles the trampolines,
+        // unoptimised here: they run only until the optimised code lands.
         wasm.strategy(Strategy::Winch)
             .cranelift_opt_level(wasmtime::OptLevel::None);
     }
