@@ -35,7 +35,7 @@ async fn load_on(runtime: &WasmRuntime, path: &str) -> Vec<WasmTool> {
 }
 
 /// Optimised compiles asked for and done, and baseline compiles done.
-fn counts(runtime: &WasmRuntime) -> (u32, u32, u32) {
+pub(crate) fn counts(runtime: &WasmRuntime) -> (u32, u32, u32) {
     let Compiles {
         asked,
         done,

@@ -251,21 +251,8 @@ async fn a_server_loads_again_the_tools_whose_kept_specs_were_refused() {
     let runtime = runtime_over(cache.path());
     let _held = runtime.hold_optimising();
     let loader = Loader::new(runtime.clone(), PluginsAt::Folder(folder.path().into()));
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (server_read, server_write) = tokio::io::split(server);
-    let started = Server::new(loader, Transport::stream(server_read, server_write))
-        .start()
-        .await
-        .expect("the folder loads");
-    let running = tokio::spawn(started.run());
-    let (read, write) = tokio::io::split(client);
-    let mut peer = Peer {
-        write,
-        lines: BufReader::new(read).lines(),
-        seen: Vec::new(),
-    };
-    peer.request(0, "initialize", initialize_params()).await;
-    peer.send(initialized()).await;
+    let (mut peer, running) = Peer::serving(loader).await;
+    peer.initialize().await;
     let listed = peer.request(1, "tools/list", json!({})).await;
     assert_eq!(listed["result"]["tools"][0]["description"], PLANTED);
     let refused = peer
@@ -295,7 +282,7 @@ async fn a_server_loads_again_the_tools_whose_kept_specs_were_refused() {
 }
 
 /// The client end of a session over an in-memory pipe.
-struct Peer {
+pub(crate) struct Peer {
     write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
     /// Notifications seen while waiting for answers.
@@ -303,6 +290,27 @@ struct Peer {
 }
 
 impl Peer {
+    /// A server of `loader`'s tools over an in-memory pipe, started and running, and
+    /// the client end of it.
+    pub(crate) async fn serving(loader: Loader) -> (Self, tokio::task::JoinHandle<()>) {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let started = Server::new(loader, Transport::stream(server_read, server_write))
+            .start()
+            .await
+            .expect("the folder loads");
+        let running = tokio::spawn(async move {
+            let _ = started.run().await;
+        });
+        let (read, write) = tokio::io::split(client);
+        let peer = Peer {
+            write,
+            lines: BufReader::new(read).lines(),
+            seen: Vec::new(),
+        };
+        (peer, running)
+    }
+
     async fn send(&mut self, message: Value) {
         let line = format!("{message}\n");
         self.write.write_all(line.as_bytes()).await.expect("write");
@@ -317,7 +325,7 @@ impl Peer {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
     }
 
-    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(request(id, method, params)).await;
         loop {
             let message = self.next().await;
@@ -327,8 +335,14 @@ impl Peer {
         }
     }
 
+    /// Initializes the session.
+    pub(crate) async fn initialize(&mut self) {
+        self.request(0, "initialize", initialize_params()).await;
+        self.send(initialized()).await;
+    }
+
     /// Waits for the server to say the tool list changed (or finds it said).
-    async fn list_changed(&mut self) {
+    pub(crate) async fn list_changed(&mut self) {
         let said = |m: &Value| m["method"] == "notifications/tools/list_changed";
         if let Some(at) = self.seen.iter().position(said) {
             self.seen.remove(at);

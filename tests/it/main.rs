@@ -38,6 +38,7 @@ mod serve_http_limits;
 mod serve_stdio;
 mod server;
 mod shutdown;
+mod specs_section;
 mod squat;
 mod structure;
 mod supply;

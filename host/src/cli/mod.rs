@@ -127,7 +127,9 @@ enum Command {
         code_mode: bool,
     },
     /// Build a tool project (Rust, Python, JavaScript, TypeScript, C or Go) or a single
-    /// source file (tools.py, tools.js, tools.ts, tool.c) into a component, and print its path.
+    /// source file (tools.py, tools.js, tools.ts, tool.c) into a component, write its
+    /// tools' specs into it (the plugins folder then lists them without compiling it),
+    /// and print its path.
     Build {
         /// The project folder or source file. Default: the current folder.
         path: Option<PathBuf>,
@@ -397,11 +399,7 @@ async fn run(command: Command) -> io::Result<Outcome> {
             });
             Ok(serve::serve(plugins, http, shutdown_grace, approve, code_mode).await)
         }
-        Command::Build { path, out } => {
-            Ok(tokio::task::spawn_blocking(move || build::build(path, out))
-                .await
-                .unwrap_or(Outcome::Stopped))
-        }
+        Command::Build { path, out } => Ok(build::build(path, out).await),
         Command::Check { file, json } => check::check(&file, json).await,
         Command::New { lang, dir } => Ok(new::new(&lang, &dir)),
         Command::Cache { action } => cache::cache(action),

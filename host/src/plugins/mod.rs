@@ -14,7 +14,7 @@ use crate::source::ToolSource;
 use crate::supply::at_load::{self, Judged};
 use crate::supply::lock::{LOCK_FILE, Lock};
 use crate::upstream::{StdioCommand, UpstreamConnect};
-use crate::wasm::{LoadFrom, RuntimeConfig, WasmRuntime, WasmTool};
+use crate::wasm::{LoadFrom, RuntimeConfig, Sections, WasmRuntime, WasmTool};
 
 mod entry;
 #[cfg(test)]
@@ -261,7 +261,9 @@ async fn load_judged(
                 });
             }
             let pins: Vec<&Pin> = pins.iter().collect();
-            runtime.load_file_checked(&file, &pins, Some(check)).await
+            runtime
+                .load_file_checked(&file, &pins, Some(check), Sections::Believed)
+                .await
         })
     });
     on_every_core(loads).await

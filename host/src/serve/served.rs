@@ -204,7 +204,7 @@ impl Served {
                     if refused.changed().await.is_err() {
                         std::future::pending::<()>().await;
                     }
-                } => "specs kept in the compile cache were refused",
+                } => "specs kept in the compile cache or written by `piton build` were refused",
                 // Never sent: this is the sender dropped with `served`.
                 _ = gone.changed() => return,
             };

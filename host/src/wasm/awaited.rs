@@ -63,6 +63,7 @@ impl WasmRuntime {
             Err(failed) => {
                 self.refuse(
                     code,
+                    &kept.sha256,
                     &format!("its code fails to give them: {}", failed.text()),
                 );
                 return;
@@ -73,7 +74,7 @@ impl WasmRuntime {
             if let Some(kept) = self.keep_specs(given) {
                 let _ = kept.await;
             }
-            self.refuse(code, "they differ");
+            self.refuse(code, &kept.sha256, "they differ");
             return;
         }
         if let Now::Ready(linking) = candidate.now() {
@@ -81,13 +82,19 @@ impl WasmRuntime {
         }
     }
 
-    /// Refuses `code`'s calls for `why`, counted in [`WasmRuntime::specs_refused`].
-    fn refuse(&self, code: &Code, why: &str) {
+    /// Refuses `code`'s calls for `why`, counted in [`WasmRuntime::specs_refused`];
+    /// the `piton:specs` section of the component `sha256` is not read again.
+    fn refuse(&self, code: &Code, sha256: &str, why: &str) {
+        (self.inner.refused_digests.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(sha256.to_owned());
         if code.refuse(why) {
             tracing::warn!(
                 why,
-                "the specs kept in the compile cache are not what the component's code \
-                 gives: its tools are loaded again"
+                sha256,
+                "the specs kept in the compile cache, or written into the component by \
+                 `piton build`, are not what the component's code gives: its tools are \
+                 loaded again from its code"
             );
             self.inner.refused.send_modify(|n| *n += 1);
         }

@@ -127,8 +127,9 @@ impl Instances {
             Now::Refused(why) => Err(host_fault(
                 name,
                 format!(
-                    "its specs kept in the compile cache are not the ones its code gives \
-                     ({why}); piton loads its tools again: list them again and retry"
+                    "its specs kept in the compile cache (or written into it by `piton \
+                     build`) are not the ones its code gives ({why}); piton loads its \
+                     tools again from its code: list them again and retry"
                 ),
             )),
             Now::Awaiting => Err(host_fault(name, "its code is not compiled")),

@@ -16,6 +16,8 @@ use super::diagnose::{self, World};
 use super::engine::Tier;
 use super::runtime::WasmRuntime;
 use super::sandbox::Sandbox;
+use super::section;
+pub(crate) use super::section::Sections;
 use super::specs::{Declared, Specs};
 use super::tool::WasmTool;
 use super::trap::root_message;
@@ -52,8 +54,12 @@ impl WasmRuntime {
         pin: Option<&Pin>,
     ) -> Result<Vec<WasmTool>, LoadError> {
         match what {
-            LoadFrom::File(path) => self.load_file_checked(&path, pin.as_slice(), None).await,
-            LoadFrom::Bytes(source, bytes) => self.load_bytes(source, bytes, pin.as_slice()).await,
+            LoadFrom::File(path) => {
+                (self.load_file_checked(&path, pin.as_slice(), None, Sections::Ignored)).await
+            }
+            LoadFrom::Bytes(source, bytes) => {
+                (self.load_bytes(source, bytes, pin.as_slice(), Sections::Ignored)).await
+            }
         }
     }
 
@@ -61,12 +67,14 @@ impl WasmRuntime {
     /// before any byte of it is read: an error it gives refuses the file (as
     /// [`LoadErrorKind::Invalid`]). The plugins folder checks there what the file is
     /// (its links, see `plugins::entry`). Every pin of `pins` (piton.toml's, piton.lock's)
-    /// must hold.
+    /// must hold. With [`Sections::Believed`], a component the cache lacks that carries
+    /// the specs `piton build` writes (see `section`) has its tools made from them.
     pub(crate) async fn load_file_checked(
         &self,
         path: &Path,
         pins: &[&Pin],
         check: Option<FileCheck>,
+        sections: Sections,
     ) -> Result<Vec<WasmTool>, LoadError> {
         let source = ToolSource::File(path.to_path_buf());
         let fail = |kind| LoadError {
@@ -95,7 +103,7 @@ impl WasmRuntime {
                 let (code, info) = self.link(&source, &component, linker, Tier::Optimised, info)?;
                 self.read_tools(source, code, info).await
             }
-            Ok(Opened::Bytes(bytes)) => self.load_bytes(source, bytes, pins).await,
+            Ok(Opened::Bytes(bytes)) => self.load_bytes(source, bytes, pins, sections).await,
             Err(Unreadable::Folder) => Err(fail(LoadErrorKind::Folder)),
             Err(Unreadable::Io(e)) => Err(fail(LoadErrorKind::Io(e))),
             Err(Unreadable::Refused(why)) => Err(fail(LoadErrorKind::Invalid(why.to_string()))),
@@ -109,6 +117,7 @@ impl WasmRuntime {
         source: ToolSource,
         bytes: Vec<u8>,
         pins: &[&Pin],
+        sections: Sections,
     ) -> Result<Vec<WasmTool>, LoadError> {
         let fail = |kind| LoadError {
             plugin: source.clone(),
@@ -124,6 +133,7 @@ impl WasmRuntime {
         let runtime = self.clone();
         let pinned: Vec<_> = pins.iter().map(|pin| pin.sha256).collect();
         // The digest of exactly these bytes, the ones compiled below.
+        let shown = source.clone();
         let (bytes, sha256, cached, kept) = tokio::task::spawn_blocking(move || {
             let sha256 = hex::encode(Sha256::digest(&bytes));
             let refused = pinned.iter().any(|pinned| !pinned.matches(&sha256));
@@ -134,7 +144,12 @@ impl WasmRuntime {
             };
             let kept = (!refused && cached.is_none())
                 .then(|| runtime.kept_specs(&sha256))
-                .flatten();
+                .flatten()
+                .or_else(|| {
+                    let read = !refused && cached.is_none() && sections == Sections::Believed;
+                    read.then(|| runtime.section_specs(&shown, &bytes, &sha256))
+                        .flatten()
+                });
             (bytes, sha256, cached, kept)
         })
         .await
@@ -169,9 +184,10 @@ impl WasmRuntime {
             return self.read_tools(source, code, info).await;
         }
         let bytes: Arc<[u8]> = Arc::from(bytes);
-        // Its specs kept, not its code: its tools made from them at once, its code
-        // compiled in the background (or for its first call) and checked against
-        // them before any call runs. Kept specs that do not check are not used.
+        // Its specs kept (or written into it by `piton build`), not its code: its tools
+        // made from them at once, its code compiled in the background (or for its
+        // first call) and checked against them before any call runs. Specs that do
+        // not check are not used.
         if let Some(specs) = kept {
             let code = Arc::new(Code::awaiting(specs, bytes.clone()));
             let info = self.imports_of(&code, info.clone());
@@ -182,7 +198,7 @@ impl WasmRuntime {
                     return Ok(tools);
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "not using the specs kept in the compile cache")
+                    tracing::warn!(%error, "not using the specs kept in the compile cache or the component")
                 }
             }
         }
@@ -211,6 +227,68 @@ impl WasmRuntime {
                 self.read_tools(source, code, info).await
             }
         }
+    }
+
+    /// The specs the component `bytes` (whose digest is `sha256`) carries in its
+    /// `piton:specs` section, unless it has none, they do not read, or this runtime
+    /// refused them before. Blocking.
+    fn section_specs(&self, source: &ToolSource, bytes: &[u8], sha256: &str) -> Option<Specs> {
+        let refused = (self.inner.refused_digests.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(sha256);
+        if refused {
+            return None;
+        }
+        section::read(bytes, sha256)
+            .inspect_err(|why| {
+                tracing::warn!(%source, why, "not using the specs written into the component");
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// `bytes`, a component, with the specs its code gives written into it as
+    /// `piton build` writes them (see `section`), after every check a load makes of
+    /// them; a load of the plugins folder lists its tools from those without compiling
+    /// it. `source` names it in errors.
+    pub async fn with_specs_section(
+        &self,
+        source: ToolSource,
+        bytes: Vec<u8>,
+    ) -> Result<Vec<u8>, LoadError> {
+        let fail = |kind| LoadError {
+            plugin: source.clone(),
+            kind,
+        };
+        if let Some(problem) = diagnose::header_problem(&bytes) {
+            return Err(fail(LoadErrorKind::Compile(problem)));
+        }
+        let info = ComponentInfo {
+            sha256: hex::encode(Sha256::digest(&bytes)),
+            size: bytes.len() as u64,
+            imports: Vec::new(),
+        };
+        let shared: Arc<[u8]> = Arc::from(bytes.as_slice());
+        let (code, info) = match self.compile_baseline(shared).await {
+            Ok((component, baseline)) => {
+                self.link(&source, &component, &baseline.linker, Tier::Baseline, info)?
+            }
+            Err(_) => {
+                let component =
+                    (self.compile(bytes.clone(), info.sha256.clone()).await).map_err(|e| {
+                        fail(LoadErrorKind::Compile(diagnose::compile_problem(
+                            &root_message(&e),
+                            bytes.len(),
+                        )))
+                    })?;
+                let linker = &self.inner.linker;
+                self.link(&source, &component, linker, Tier::Optimised, info)?
+            }
+        };
+        let decls = self.declared(&code).await.map_err(|e| e.of(&source))?;
+        let tools: Vec<Declared> = decls.iter().map(Declared::of).collect();
+        self.tools_from(&code, &source, &info, decls)?;
+        section::write(&bytes, &tools).map_err(|why| fail(LoadErrorKind::Invalid(why)))
     }
 
     /// A compiled component's code: which world it exports, checked against

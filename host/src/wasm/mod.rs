@@ -21,12 +21,13 @@ mod read;
 mod ready;
 mod runtime;
 pub(crate) mod sandbox;
+mod section;
 mod specs;
 mod tool;
 pub(crate) mod trap;
 
-pub(crate) use load::FileCheck;
 pub use load::LoadFrom;
+pub(crate) use load::{FileCheck, Sections};
 pub use optimise::OptimisingHeld;
 pub use ready::MadeAhead;
 pub use runtime::{Compiles, RuntimeConfig, RuntimeError, WasmRuntime};

@@ -173,6 +173,9 @@ pub(crate) struct Inner {
     cache_counts: Arc<CacheCounts>,
     /// Kept specs refused so far: [`WasmRuntime::specs_refused`].
     pub(crate) refused: tokio::sync::watch::Sender<u64>,
+    /// The components whose specs were refused: their `piton:specs` sections are not
+    /// read again (see `section`).
+    pub(crate) refused_digests: Mutex<std::collections::HashSet<String>>,
     /// Calls admitted (running or waiting for a slot), at most `max_in_flight`.
     in_flight: AtomicU32,
     max_in_flight: u32,
@@ -280,6 +283,7 @@ impl WasmRuntime {
                 compiles_baseline: AtomicU32::new(0),
                 cache_counts: Arc::default(),
                 refused: tokio::sync::watch::Sender::new(0),
+                refused_digests: Mutex::default(),
                 in_flight: AtomicU32::new(0),
                 max_in_flight: n.saturating_add(config.queued()),
                 config,

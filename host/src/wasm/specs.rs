@@ -113,6 +113,22 @@ impl Declared {
         }
     }
 
+    /// A read-only tool named `name`, for tests.
+    #[cfg(test)]
+    pub(crate) fn example(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            description: "Count.".to_owned(),
+            input_schema: "{\"type\":\"object\"}".to_owned(),
+            parallel: true,
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+            has_hints_for: true,
+        }
+    }
+
     /// As the guest gives it, to be checked as if it had.
     pub(crate) fn to_decl(&self) -> ToolDecl {
         ToolDecl {
@@ -180,17 +196,7 @@ mod tests {
             sha256: "ab".repeat(32),
             world: WorldName::Plugin,
             imports: vec!["wasi:cli/environment@0.2.3".to_owned()],
-            tools: vec![Declared {
-                name: "count".to_owned(),
-                description: "Count.".to_owned(),
-                input_schema: "{\"type\":\"object\"}".to_owned(),
-                parallel: true,
-                read_only: true,
-                destructive: false,
-                idempotent: true,
-                open_world: false,
-                has_hints_for: true,
-            }],
+            tools: vec![Declared::example("count")],
         }
     }
 

@@ -79,6 +79,16 @@ fn round_trip(lang: &str, test: Option<&[&str]>) {
     let wasm = PathBuf::from(stdout(&built).trim());
     assert_eq!(wasm, dir.join("word-count.wasm"));
     assert!(wasm.is_file(), "{} was not made", wasm.display());
+    let bytes = std::fs::read(&wasm).expect("read the component");
+    let section = bytes
+        .windows(b"piton:specs".len())
+        .position(|w| w == b"piton:specs")
+        .unwrap_or_else(|| panic!("piton build ({lang}) wrote no specs into the component"));
+    let specs = String::from_utf8_lossy(&bytes[section..]);
+    assert!(
+        specs.contains(r#""name":"word_count""#) && specs.contains(r#""read_only":true"#),
+        "piton build ({lang}) wrote other specs: {specs}"
+    );
 
     let checked = run(piton().arg("check").arg(&wasm));
     assert!(
