@@ -220,6 +220,7 @@ const TABLES: &[Table] = &[
         header: &[
             "plugins",
             "`serve` to its first `tools/list`, cold cache",
+            "then the first call of its last tool",
             "warm cache (median / p99)",
             "CPU, cold / warm",
             "resident memory idle",
@@ -229,6 +230,7 @@ const TABLES: &[Table] = &[
                 label: "1",
                 cells: &[
                     &["start/cold_1"],
+                    &["start/cold_first_call_1"],
                     &["start/warm_1", "start/warm_p99_1"],
                     &["start/cold_cpu_1", "start/warm_cpu_1"],
                     &["start/idle_1_rss"],
@@ -239,6 +241,7 @@ const TABLES: &[Table] = &[
                 label: "10",
                 cells: &[
                     &["start/cold_10"],
+                    &["start/cold_first_call_10"],
                     &["start/warm_10", "start/warm_p99_10"],
                     &["start/cold_cpu_10", "start/warm_cpu_10"],
                     &[],
@@ -249,9 +252,21 @@ const TABLES: &[Table] = &[
                 label: "100",
                 cells: &[
                     &["start/cold_100"],
+                    &["start/cold_first_call_100"],
                     &["start/warm_100", "start/warm_p99_100"],
                     &["start/cold_cpu_100", "start/warm_cpu_100"],
                     &["start/idle_100_rss"],
+                ],
+                then: None,
+            },
+            Row {
+                label: "100, built by `piton build` (specs in the component)",
+                cells: &[
+                    &["start/cold_100_built"],
+                    &["start/cold_first_call_100_built"],
+                    &["start/warm_100_built", "start/warm_p99_100_built"],
+                    &["start/cold_cpu_100_built", "start/warm_cpu_100_built"],
+                    &[],
                 ],
                 then: None,
             },

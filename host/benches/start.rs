@@ -11,6 +11,10 @@
 //!   100 plugins, and how it grows per call in flight (1, 16 and 64 calls of a tool
 //!   that waits 2 s).
 //!
+//! With 100 plugins the cold start is measured twice: components as any toolchain
+//! builds them, and as `piton build` does, with their specs written into them (the
+//! plugins folder lists those without compiling; the first call compiles).
+//!
 //! The plugins are the bundled `word_count` with its tool's name rewritten in place
 //! (`wc00000000`, `wc00000001`, ...; same length, so the component stays valid): each
 //! file is a distinct component (its own sha256, compiled and cached on its own) with
@@ -44,19 +48,40 @@ fn main() {
         load_average()
     );
     let scratch = tempfile::tempdir().expect("a scratch folder");
+    let bytes = piton_host::plugins::bundled_bytes("word-count").expect("word-count is bundled");
     for n in SIZES {
         let plugins = scratch.path().join(format!("plugins-{n}"));
-        write_variants(&plugins, n);
-        start_times(&plugins, n, scratch.path());
+        write_variants(&plugins, n, bytes);
+        start_times(&plugins, n, scratch.path(), "");
     }
+    let built = with_specs(bytes);
+    let plugins = scratch.path().join("plugins-built-100");
+    write_variants(&plugins, 100, &built);
+    start_times(&plugins, 100, scratch.path(), "_built");
     idle_memory(scratch.path());
     memory_per_call(scratch.path());
 }
 
-/// `n` distinct word_count components in `folder`.
-fn write_variants(folder: &Path, n: usize) {
+/// The component `bytes` with its specs written in, as `piton build` writes them.
+fn with_specs(bytes: &[u8]) -> Vec<u8> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let wasm = piton_host::wasm::WasmRuntime::new(piton_host::wasm::RuntimeConfig {
+        cache_dir: None,
+        ..Default::default()
+    })
+    .expect("the wasm runtime starts");
+    let source = piton_host::ToolSource::File("word_count.wasm".into());
+    runtime
+        .block_on(wasm.with_specs_section(source, bytes.to_vec()))
+        .expect("word_count's specs are written in")
+}
+
+/// `n` distinct components in `folder`, each `bytes` (word_count) with its own name.
+fn write_variants(folder: &Path, n: usize, bytes: &[u8]) {
     std::fs::create_dir_all(folder).expect("plugins folder");
-    let bytes = piton_host::plugins::bundled_bytes("word-count").expect("word-count is bundled");
     let at: Vec<usize> = bytes
         .windows(NAME.len())
         .enumerate()
@@ -75,8 +100,9 @@ fn write_variants(folder: &Path, n: usize) {
     }
 }
 
-/// Cold and warm starts with the plugins of `folder` (`n` of them).
-fn start_times(folder: &Path, n: usize, scratch: &Path) {
+/// Cold and warm starts with the plugins of `folder` (`n` of them), recorded with
+/// `suffix` after their names.
+fn start_times(folder: &Path, n: usize, scratch: &Path, suffix: &str) {
     let cold_runs = if n >= 100 { 3 } else { 5 };
     let warm_runs = if n >= 100 { 10 } else { 20 };
     let load = load_average();
@@ -84,7 +110,7 @@ fn start_times(folder: &Path, n: usize, scratch: &Path) {
     let (mut cold, mut cold_cpu, mut first_call, mut optimised) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for run in 0..cold_runs {
-        let cache = scratch.join(format!("cache-cold-{n}-{run}"));
+        let cache = scratch.join(format!("cache-cold-{n}{suffix}-{run}"));
         let mut served = Served::start(folder, &cache, n);
         cold.push(served.took);
         cold_cpu.push(served.cpu());
@@ -97,7 +123,7 @@ fn start_times(folder: &Path, n: usize, scratch: &Path) {
         drop(served);
         let _ = std::fs::remove_dir_all(&cache);
     }
-    let cache = scratch.join(format!("cache-warm-{n}"));
+    let cache = scratch.join(format!("cache-warm-{n}{suffix}"));
     drop(Served::start(folder, &cache, n));
     let (warm, warm_cpu): (Vec<_>, Vec<_>) = (0..warm_runs)
         .map(|_| {
@@ -109,7 +135,7 @@ fn start_times(folder: &Path, n: usize, scratch: &Path) {
     let (first_call, optimised) = (Summary::of(first_call), Summary::of(optimised));
     let (warm, warm_cpu) = (Summary::of(warm), Summary::of(warm_cpu));
     println!(
-        "start {n} plugins to tools/list: cold median {:.1} ms (max {:.1}; CPU {:.1} ms; \
+        "start {n} plugins{suffix} to tools/list: cold median {:.1} ms (max {:.1}; CPU {:.1} ms; \
          {cold_runs} runs; then a first call of {last} {:.1} ms, every component optimised \
          and cached {:.1} ms after spawning), warm median {:.1} ms, p99 {:.1} ms (CPU \
          {:.1} ms; {warm_runs} runs); load average before {load}, after {}",
@@ -132,7 +158,7 @@ fn start_times(folder: &Path, n: usize, scratch: &Path) {
         ("warm_p99", warm.p99()),
         ("warm_cpu", warm_cpu.median()),
     ] {
-        record("start", &format!("{key}_{n}"), ms(value), "ms");
+        record("start", &format!("{key}_{n}{suffix}"), ms(value), "ms");
     }
 }
 
