@@ -105,7 +105,8 @@ pub(crate) fn write(bytes: &[u8], tools: &[Declared]) -> Result<Vec<u8>, String>
     }
     let mut out = Vec::with_capacity(bytes.len() + payload.len() + 32);
     out.extend_from_slice(&HEADER);
-    for section in sections(bytes)? {
+    for section in sections(bytes) {
+        let section = section?;
         if section.id != 0 || custom_name(section.payload)?.0 != NAME {
             out.extend_from_slice(section.whole);
         }
@@ -146,7 +147,8 @@ impl<'a> Outline<'a> {
             exports: Vec::new(),
             specs: Vec::new(),
         };
-        for section in sections(bytes)? {
+        for section in sections(bytes) {
+            let section = section?;
             match section.id {
                 0 => {
                     let (name, content) = custom_name(section.payload)?;
@@ -161,6 +163,7 @@ impl<'a> Outline<'a> {
                     for import in imports {
                         let import = import.map_err(|e| format!("its imports do not read: {e}"))?;
                         outline.imports.push(import.name.name.to_owned());
+                        outline.bounded()?;
                     }
                 }
                 COMPONENT_EXPORTS => {
@@ -170,15 +173,21 @@ impl<'a> Outline<'a> {
                     for export in exports {
                         let export = export.map_err(|e| format!("its exports do not read: {e}"))?;
                         outline.exports.push(export.name.name.to_owned());
+                        outline.bounded()?;
                     }
                 }
                 _ => {}
             }
-            if outline.imports.len() > MAX_NAMES || outline.exports.len() > MAX_NAMES {
-                return Err("it has more imports or exports than a component has".to_owned());
-            }
         }
         Ok(Some(outline))
+    }
+
+    /// Whether it names no more imports and exports than a component has.
+    fn bounded(&self) -> Result<(), String> {
+        if self.imports.len() > MAX_NAMES || self.exports.len() > MAX_NAMES {
+            return Err("it has more imports or exports than a component has".to_owned());
+        }
+        Ok(())
     }
 }
 
@@ -197,29 +206,58 @@ struct Outer<'a> {
     offset: usize,
 }
 
-/// The outermost sections of the component `bytes`, after its preamble; nested
-/// modules and components are sections too, not entered.
-fn sections(bytes: &[u8]) -> Result<Vec<Outer<'_>>, String> {
-    let broken = || "its sections do not read (the file is cut short or damaged)".to_owned();
-    let mut at = HEADER.len();
-    let mut found = Vec::new();
-    while at < bytes.len() {
-        let start = at;
-        let id = *bytes.get(at).ok_or_else(broken)?;
-        at += 1;
-        let (size, read) = read_leb128(bytes.get(at..).unwrap_or_default()).ok_or_else(broken)?;
-        at += read;
-        let end = at.checked_add(size).filter(|end| *end <= bytes.len());
+/// The outermost sections of the component `bytes`, after its preamble, one at a
+/// time (a file of many tiny sections costs no memory); nested modules and components
+/// are sections too, not entered. After an error, nothing more.
+fn sections(bytes: &[u8]) -> OuterSections<'_> {
+    OuterSections {
+        bytes,
+        at: HEADER.len(),
+    }
+}
+
+struct OuterSections<'a> {
+    bytes: &'a [u8],
+    /// Where the next section starts; past the end after an error.
+    at: usize,
+}
+
+impl<'a> Iterator for OuterSections<'a> {
+    type Item = Result<Outer<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.bytes.len() {
+            return None;
+        }
+        let next = self.read();
+        if next.is_err() {
+            self.at = usize::MAX;
+        }
+        Some(next)
+    }
+}
+
+impl<'a> OuterSections<'a> {
+    fn read(&mut self) -> Result<Outer<'a>, String> {
+        let broken = || "its sections do not read (the file is cut short or damaged)".to_owned();
+        let bytes = self.bytes;
+        let start = self.at;
+        let id = *bytes.get(start).ok_or_else(broken)?;
+        let (size, read) =
+            read_leb128(bytes.get(start + 1..).unwrap_or_default()).ok_or_else(broken)?;
+        let payload_at = start + 1 + read;
+        let end = payload_at
+            .checked_add(size)
+            .filter(|end| *end <= bytes.len());
         let end = end.ok_or_else(broken)?;
-        found.push(Outer {
+        self.at = end;
+        Ok(Outer {
             id,
             whole: bytes.get(start..end).ok_or_else(broken)?,
-            payload: bytes.get(at..end).ok_or_else(broken)?,
-            offset: at,
-        });
-        at = end;
+            payload: bytes.get(payload_at..end).ok_or_else(broken)?,
+            offset: payload_at,
+        })
     }
-    Ok(found)
 }
 
 /// A custom section's name and the content after it.
