@@ -128,7 +128,7 @@ impl WasmRuntime {
         if code.strong_count() == 0 {
             return;
         }
-        let component = match self.compile_blocking(bytes, sha256) {
+        let component = match self.in_optimise_pool(|| self.compile_blocking(bytes, sha256)) {
             Ok(component) => component,
             Err(error) => {
                 tracing::warn!(
@@ -158,6 +158,27 @@ impl WasmRuntime {
                 error = %super::trap::root_message(&error),
                 "the optimised code does not link; its tools keep running baseline code"
             ),
+        }
+    }
+
+    /// Runs `work` (an optimised compile) with its parallel parts on the threads kept
+    /// for optimised compiles, not on the pool baseline compiles use: a call waiting
+    /// for the baseline compile of its component then shares the cores with them,
+    /// instead of waiting behind every function they had queued.
+    fn in_optimise_pool<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        let pool = self.inner.optimise_pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.inner.cores)
+                .thread_name(|i| format!("piton-optimise-{i}"))
+                .build()
+                .inspect_err(|error| {
+                    tracing::warn!(%error, "cannot start the optimised compiles' threads");
+                })
+                .ok()
+        });
+        match pool {
+            Some(pool) => pool.install(work),
+            None => work(),
         }
     }
 

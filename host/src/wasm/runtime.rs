@@ -176,6 +176,11 @@ pub(crate) struct Inner {
     /// The components whose specs were refused: their `piton:specs` sections are not
     /// read again (see `section`).
     pub(crate) refused_digests: Mutex<std::collections::HashSet<String>>,
+    /// The threads optimised compiles run their functions on (see `optimise`), made
+    /// with the first; `None` in it when they could not be made.
+    pub(crate) optimise_pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+    /// The cores: how many threads that pool has.
+    pub(crate) cores: usize,
     /// Calls admitted (running or waiting for a slot), at most `max_in_flight`.
     in_flight: AtomicU32,
     max_in_flight: u32,
@@ -284,6 +289,8 @@ impl WasmRuntime {
                 cache_counts: Arc::default(),
                 refused: tokio::sync::watch::Sender::new(0),
                 refused_digests: Mutex::default(),
+                optimise_pool: std::sync::OnceLock::new(),
+                cores,
                 in_flight: AtomicU32::new(0),
                 max_in_flight: n.saturating_add(config.queued()),
                 config,
