@@ -10,7 +10,7 @@ use std::path::Path;
 use piton_host::loader::Loader;
 use piton_host::plugins::PluginsAt;
 use piton_host::wasm::{LoadFrom, RuntimeConfig, WasmRuntime};
-use piton_host::{Tool as _, ToolSource};
+use piton_host::{CallError, Tool as _, ToolSource};
 use piton_tests::{guests, plugins};
 use serde_json::json;
 
@@ -198,4 +198,49 @@ async fn a_section_that_lies_is_refused_before_any_call_and_not_believed_again()
     let listed = loaded.registry.get("counter").expect("listed");
     assert_ne!(listed.spec().description, planted);
     assert_eq!(counts(&runtime).2, 0, "nothing compiled to list it");
+}
+
+/// A section on a component whose code never links (it imports an interface piton
+/// does not give): listed from the section, but its call fails rather than wait for
+/// code that never comes, and a load again reads the code and says why.
+#[tokio::test]
+async fn a_call_of_a_tool_whose_code_never_links_fails_instead_of_waiting() {
+    let mut bytes = with_section(plugins::WORD_COUNT).await;
+    let (from, to) = (b"wasi:cli/environment", b"wasi:cli/environmenx");
+    let mut renamed = 0;
+    for at in 0..bytes.len() - from.len() {
+        if &bytes[at..at + from.len()] == from {
+            bytes[at..at + to.len()].copy_from_slice(to);
+            renamed += 1;
+        }
+    }
+    assert!(renamed > 0, "word_count imports wasi:cli/environment");
+    let folder = tempfile::tempdir().expect("dir");
+    std::fs::write(folder.path().join("word_count.wasm"), &bytes).expect("write");
+    let runtime = runtime(None);
+    let loader = Loader::new(runtime.clone(), PluginsAt::Folder(folder.path().into()));
+    let loaded = loader.load().await.expect("the folder loads");
+    assert!(
+        loaded.registry.get("word_count").is_some(),
+        "listed from its section"
+    );
+    let called = tokio::time::timeout(
+        ANSWER,
+        loaded.registry.call("word_count", json!({"text": "a"})),
+    )
+    .await
+    .expect("the call is answered, not left waiting");
+    match called {
+        Err(CallError::Host { message, .. }) => {
+            assert!(message.contains("does not link"), "{message}");
+        }
+        other => panic!("expected the call refused, got {other:?}"),
+    }
+    let again = loader.load().await.expect("the folder loads");
+    assert!(again.registry.get("word_count").is_none());
+    let said = format!("{:?}", again.errors);
+    assert!(
+        said.contains("word_count.wasm") && said.contains("does not fit"),
+        "the load says why: {said}"
+    );
 }

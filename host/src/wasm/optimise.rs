@@ -131,9 +131,13 @@ impl WasmRuntime {
         let component = match self.in_optimise_pool(|| self.compile_blocking(bytes, sha256)) {
             Ok(component) => component,
             Err(error) => {
+                let error = super::trap::root_message(&error);
+                if let Some(code) = code.upgrade() {
+                    self.no_code(&code, sha256, &format!("it does not compile: {error}"));
+                }
                 tracing::warn!(
                     sha256,
-                    error = %super::trap::root_message(&error),
+                    error,
                     "the optimised compile failed; its tools keep running baseline code"
                 );
                 return;
@@ -153,11 +157,24 @@ impl WasmRuntime {
                 let imports = super::awaited::imports_of(&component, &self.inner.engine);
                 block_on(self.install_checked(&code, linking, imports));
             }
-            Err(error) => tracing::warn!(
-                sha256,
-                error = %super::trap::root_message(&error),
-                "the optimised code does not link; its tools keep running baseline code"
-            ),
+            Err(error) => {
+                let error = super::trap::root_message(&error);
+                self.no_code(&code, sha256, &format!("it does not link: {error}"));
+                tracing::warn!(
+                    sha256,
+                    error,
+                    "the optimised code does not link; its tools keep running baseline code"
+                );
+            }
+        }
+    }
+
+    /// When `code`'s tools were made from specs (kept, or written in by `piton build`)
+    /// and still wait for code, refuses them for `why`: no code will come, and a call
+    /// must fail rather than wait forever; a load again reads the component's code.
+    fn no_code(&self, code: &Code, sha256: &str, why: &str) {
+        if code.unchecked().is_some() {
+            self.refuse(code, sha256, why);
         }
     }
 
