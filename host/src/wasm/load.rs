@@ -124,12 +124,6 @@ impl WasmRuntime {
             kind,
         };
         let len = bytes.len();
-        let compile_failed = |e: wasmtime::Error| {
-            fail(LoadErrorKind::Compile(diagnose::compile_problem(
-                &root_message(&e),
-                len,
-            )))
-        };
         let runtime = self.clone();
         let pinned: Vec<_> = pins.iter().map(|pin| pin.sha256).collect();
         // The digest of exactly these bytes, the ones compiled below.
@@ -143,13 +137,14 @@ impl WasmRuntime {
                 runtime.cached(&sha256)
             };
             let kept = (!refused && cached.is_none())
-                .then(|| runtime.kept_specs(&sha256))
-                .flatten()
-                .or_else(|| {
-                    let read = !refused && cached.is_none() && sections == Sections::Believed;
-                    read.then(|| runtime.section_specs(&shown, &bytes, &sha256))
-                        .flatten()
-                });
+                .then(|| {
+                    runtime.kept_specs(&sha256).or_else(|| {
+                        (sections == Sections::Believed)
+                            .then(|| runtime.section_specs(&shown, &bytes, &sha256))
+                            .flatten()
+                    })
+                })
+                .flatten();
             (bytes, sha256, cached, kept)
         })
         .await
@@ -206,27 +201,47 @@ impl WasmRuntime {
         // fraction of the time; the optimised compile of these same bytes follows in
         // the background. A component the baseline compiler cannot compile (a
         // proposal Winch lacks) is compiled optimised now, as its load's error says.
-        match self.compile_baseline(bytes.clone()).await {
-            Ok((component, baseline)) => {
-                let (code, info) =
-                    self.link(&source, &component, &baseline.linker, Tier::Baseline, info)?;
-                drop(component);
-                let sha256 = info.sha256.clone();
-                let tools = self.read_tools(source, code.clone(), info).await?;
-                self.optimise_later(sha256, bytes, &code);
-                Ok(tools)
+        let (code, info, tier) = self.compile_now(&source, bytes.clone(), info).await?;
+        let sha256 = info.sha256.clone();
+        let tools = self.read_tools(source, code.clone(), info).await?;
+        if tier == Tier::Baseline {
+            self.optimise_later(sha256, bytes, &code);
+        }
+        Ok(tools)
+    }
+
+    /// The code of the component `bytes` (described by `info`), compiled now and
+    /// linked: baseline code, or optimised code (cached) when the baseline compiler
+    /// cannot compile it (a proposal Winch lacks).
+    async fn compile_now(
+        &self,
+        source: &ToolSource,
+        bytes: Arc<[u8]>,
+        info: ComponentInfo,
+    ) -> Result<(Arc<Code>, ComponentInfo, Tier), LoadError> {
+        let baseline;
+        let (component, linker, tier) = match self.compile_baseline(bytes.clone()).await {
+            Ok((component, made)) => {
+                baseline = made;
+                (component, &baseline.linker, Tier::Baseline)
             }
             Err(error) => {
                 tracing::info!(%source, error = %root_message(&error), "no baseline code: compiled optimised now");
-                let component = self
-                    .compile(bytes.to_vec(), info.sha256.clone())
-                    .await
-                    .map_err(compile_failed)?;
-                let linker = &self.inner.linker;
-                let (code, info) = self.link(&source, &component, linker, Tier::Optimised, info)?;
-                self.read_tools(source, code, info).await
+                let component =
+                    (self.compile(bytes.to_vec(), info.sha256.clone()).await).map_err(|e| {
+                        LoadError {
+                            plugin: source.clone(),
+                            kind: LoadErrorKind::Compile(diagnose::compile_problem(
+                                &root_message(&e),
+                                bytes.len(),
+                            )),
+                        }
+                    })?;
+                (component, &self.inner.linker, Tier::Optimised)
             }
-        }
+        };
+        let (code, info) = self.link(source, &component, linker, tier, info)?;
+        Ok((code, info, tier))
     }
 
     /// The specs the component `bytes` (whose digest is `sha256`) carries in its
@@ -268,23 +283,8 @@ impl WasmRuntime {
             size: bytes.len() as u64,
             imports: Vec::new(),
         };
-        let shared: Arc<[u8]> = Arc::from(bytes.as_slice());
-        let (code, info) = match self.compile_baseline(shared).await {
-            Ok((component, baseline)) => {
-                self.link(&source, &component, &baseline.linker, Tier::Baseline, info)?
-            }
-            Err(_) => {
-                let component =
-                    (self.compile(bytes.clone(), info.sha256.clone()).await).map_err(|e| {
-                        fail(LoadErrorKind::Compile(diagnose::compile_problem(
-                            &root_message(&e),
-                            bytes.len(),
-                        )))
-                    })?;
-                let linker = &self.inner.linker;
-                self.link(&source, &component, linker, Tier::Optimised, info)?
-            }
-        };
+        let (code, info, _) =
+            (self.compile_now(&source, Arc::from(bytes.as_slice()), info)).await?;
         let decls = self.declared(&code).await.map_err(|e| e.of(&source))?;
         let tools: Vec<Declared> = decls.iter().map(Declared::of).collect();
         self.tools_from(&code, &source, &info, decls)?;

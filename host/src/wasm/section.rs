@@ -14,6 +14,7 @@
 //! code; this process does not read that component's section again).
 
 use serde::{Deserialize, Serialize};
+use wasmparser::{ComponentExport, ComponentImport};
 
 use super::diagnose;
 use super::specs::{Declared, MAX_SIZE, Specs, WorldName};
@@ -54,10 +55,8 @@ pub(crate) fn read(bytes: &[u8], sha256: &str) -> Result<Option<Specs>, String> 
     let Some(outline) = Outline::of(bytes)? else {
         return Ok(None);
     };
-    let payload = match outline.specs.as_slice() {
-        [] => return Ok(None),
-        [one] => *one,
-        more => return Err(format!("it has {} `{NAME}` sections", more.len())),
+    let Some(payload) = outline.specs else {
+        return Ok(None);
     };
     if payload.len() as u64 > MAX_SIZE {
         return Err(format!(
@@ -87,8 +86,7 @@ pub(crate) fn read(bytes: &[u8], sha256: &str) -> Result<Option<Specs>, String> 
         imports: outline.imports,
         tools: section.tools,
     };
-    // The checks a kept copy passes (one tool for a plugin, imports within bounds).
-    Specs::parse(&specs.to_text(), sha256).map(Some)
+    specs.checked().map(Some)
 }
 
 /// The component `bytes` with `tools` (read from its code) as its only `piton:specs`
@@ -132,8 +130,8 @@ fn is_component(bytes: &[u8]) -> bool {
 struct Outline<'a> {
     imports: Vec<String>,
     exports: Vec<String>,
-    /// The content of each `piton:specs` section, after its name.
-    specs: Vec<&'a [u8]>,
+    /// The content of its `piton:specs` section, after its name.
+    specs: Option<&'a [u8]>,
 }
 
 impl<'a> Outline<'a> {
@@ -145,50 +143,57 @@ impl<'a> Outline<'a> {
         let mut outline = Outline {
             imports: Vec::new(),
             exports: Vec::new(),
-            specs: Vec::new(),
+            specs: None,
         };
         for section in sections(bytes) {
             let section = section?;
             match section.id {
                 0 => {
                     let (name, content) = custom_name(section.payload)?;
-                    if name == NAME {
-                        outline.specs.push(content);
+                    if name == NAME && outline.specs.replace(content).is_some() {
+                        return Err(format!("it has more than one `{NAME}` section"));
                     }
                 }
                 COMPONENT_IMPORTS => {
-                    let reader = wasmparser::BinaryReader::new(section.payload, section.offset);
-                    let imports = wasmparser::ComponentImportSectionReader::new(reader)
-                        .map_err(|e| format!("its imports do not read: {e}"))?;
-                    for import in imports {
-                        let import = import.map_err(|e| format!("its imports do not read: {e}"))?;
-                        outline.imports.push(import.name.name.to_owned());
-                        outline.bounded()?;
-                    }
+                    names(
+                        &section,
+                        "imports",
+                        &mut outline.imports,
+                        |i: ComponentImport<'_>| i.name.name,
+                    )?;
                 }
                 COMPONENT_EXPORTS => {
-                    let reader = wasmparser::BinaryReader::new(section.payload, section.offset);
-                    let exports = wasmparser::ComponentExportSectionReader::new(reader)
-                        .map_err(|e| format!("its exports do not read: {e}"))?;
-                    for export in exports {
-                        let export = export.map_err(|e| format!("its exports do not read: {e}"))?;
-                        outline.exports.push(export.name.name.to_owned());
-                        outline.bounded()?;
-                    }
+                    names(
+                        &section,
+                        "exports",
+                        &mut outline.exports,
+                        |e: ComponentExport<'_>| e.name.name,
+                    )?;
                 }
                 _ => {}
             }
         }
         Ok(Some(outline))
     }
+}
 
-    /// Whether it names no more imports and exports than a component has.
-    fn bounded(&self) -> Result<(), String> {
-        if self.imports.len() > MAX_NAMES || self.exports.len() > MAX_NAMES {
-            return Err("it has more imports or exports than a component has".to_owned());
+/// Adds to `into` the name of each item (import or export) of the outermost
+/// `section`, while it names no more than a component has.
+fn names<'a, T: wasmparser::FromReader<'a>>(
+    section: &Outer<'a>,
+    what: &str,
+    into: &mut Vec<String>,
+    name: impl Fn(T) -> &'a str,
+) -> Result<(), String> {
+    let broken = |e: wasmparser::BinaryReaderError| format!("its {what} do not read: {e}");
+    let reader = wasmparser::BinaryReader::new(section.payload, section.offset);
+    for item in wasmparser::SectionLimited::<T>::new(reader).map_err(broken)? {
+        into.push(name(item.map_err(broken)?).to_owned());
+        if into.len() > MAX_NAMES {
+            return Err(format!("it has more {what} than a component has"));
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// The component binary format's ids of the outermost import and export sections.
@@ -336,7 +341,7 @@ mod tests {
         let twice = write(&once, &[tool()]).expect("a component");
         assert_eq!(once, twice, "writing again replaces the section");
         let outline = Outline::of(&once).expect("reads").expect("a component");
-        assert_eq!(outline.specs.len(), 1);
+        assert!(outline.specs.is_some());
         for cut in 9..once.len() {
             assert!(Outline::of(&once[..cut]).is_err(), "cut at {cut}");
         }
@@ -348,6 +353,9 @@ mod tests {
         let mut two = once.clone();
         two.extend_from_slice(&once[HEADER.len()..]);
         let error = read(&two, "ab").expect_err("two sections");
-        assert!(error.contains("2 `piton:specs` sections"), "{error}");
+        assert!(
+            error.contains("more than one `piton:specs` section"),
+            "{error}"
+        );
     }
 }

@@ -161,18 +161,21 @@ impl Specs {
                 crate::term::cut_end(&specs.sha256, 64)
             ));
         }
-        if specs.world == WorldName::Plugin && specs.tools.len() != 1 {
-            return Err(format!("a plugin of {} tools", specs.tools.len()));
+        specs.checked()
+    }
+
+    /// These specs, if they could be a component's: one tool for a plugin, imports
+    /// within bounds; why not otherwise.
+    pub(crate) fn checked(self) -> Result<Self, String> {
+        if self.world == WorldName::Plugin && self.tools.len() != 1 {
+            return Err(format!("a plugin of {} tools", self.tools.len()));
         }
-        if specs.imports.len() > MAX_IMPORTS
-            || specs
-                .imports
-                .iter()
-                .any(|name| name.len() > MAX_IMPORT_NAME)
+        if self.imports.len() > MAX_IMPORTS
+            || self.imports.iter().any(|name| name.len() > MAX_IMPORT_NAME)
         {
             return Err("its imports are over what a component has".to_owned());
         }
-        Ok(specs)
+        Ok(self)
     }
 
     /// The kept copy's text.
