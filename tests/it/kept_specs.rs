@@ -253,31 +253,8 @@ async fn a_server_loads_again_the_tools_whose_kept_specs_were_refused() {
     let loader = Loader::new(runtime.clone(), PluginsAt::Folder(folder.path().into()));
     let (mut peer, running) = Peer::serving(loader).await;
     peer.initialize().await;
-    let listed = peer.request(1, "tools/list", json!({})).await;
-    assert_eq!(listed["result"]["tools"][0]["description"], PLANTED);
-    let refused = peer
-        .request(2, "tools/call", call_params("counter", json!({})))
+    peer.lie_refused_then_code_served(PLANTED, "kept in the compile cache")
         .await;
-    assert!(
-        refused.get("error").is_some() || refused["result"]["isError"] == true,
-        "{refused}"
-    );
-    assert!(
-        refused.to_string().contains("kept in the compile cache"),
-        "{refused}"
-    );
-    // The server loads the tools again, and says so.
-    peer.list_changed().await;
-    let listed = peer.request(3, "tools/list", json!({})).await;
-    let description = &listed["result"]["tools"][0]["description"];
-    assert!(
-        description.is_string() && description != PLANTED,
-        "{listed}"
-    );
-    let answer = peer
-        .request(4, "tools/call", call_params("counter", json!({})))
-        .await;
-    assert_eq!(answer["result"]["content"][0]["text"], "1", "{answer}");
     running.abort();
 }
 
@@ -339,6 +316,37 @@ impl Peer {
     pub(crate) async fn initialize(&mut self) {
         self.request(0, "initialize", initialize_params()).await;
         self.send(initialized()).await;
+    }
+
+    /// The path of specs a server took on trust (kept in the cache, or written in by
+    /// `piton build`) whose `counter` tool's description is the lie `planted`: listed
+    /// as believed, its first call refused before the guest runs, saying `why`; the
+    /// tools loaded again from the code (and the server says so); then a call runs
+    /// the guest for the first time (its counter starts at 1).
+    pub(crate) async fn lie_refused_then_code_served(&mut self, planted: &str, why: &str) {
+        let listed = self.request(1, "tools/list", json!({})).await;
+        assert_eq!(
+            listed["result"]["tools"][0]["description"], planted,
+            "believed at load"
+        );
+        let refused = (self.request(2, "tools/call", call_params("counter", json!({})))).await;
+        assert!(
+            refused.get("error").is_some() || refused["result"]["isError"] == true,
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains(why),
+            "refused, and why: {refused}"
+        );
+        self.list_changed().await;
+        let listed = self.request(3, "tools/list", json!({})).await;
+        let description = &listed["result"]["tools"][0]["description"];
+        assert!(
+            description.is_string() && description != planted,
+            "loaded again from the code: {listed}"
+        );
+        let answer = (self.request(4, "tools/call", call_params("counter", json!({})))).await;
+        assert_eq!(answer["result"]["content"][0]["text"], "1", "{answer}");
     }
 
     /// Waits for the server to say the tool list changed (or finds it said).
