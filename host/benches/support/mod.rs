@@ -12,6 +12,13 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+/// The allocator the `piton` binary runs with (see host/src/main.rs), so that a bench
+/// in process measures what piton does. The binary also turns off one of mimalloc's
+/// options, which bears on resident memory; memory is measured on the binary
+/// (start.rs), never in process.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod folders;
 pub mod raw;
 pub mod versus;
