@@ -22,6 +22,9 @@ pub(crate) fn runtime() -> &'static WasmRuntime {
     RUNTIME.get_or_init(|| {
         WasmRuntime::new(RuntimeConfig {
             cache_dir: Some(cache_dir()),
+            // Every component is made ahead, Rust guests too: the tests of instances
+            // made ahead (ready.rs) use quick ones.
+            made_ahead_above: Duration::ZERO,
             ..RuntimeConfig::default()
         })
         .expect("the runtime starts")

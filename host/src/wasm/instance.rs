@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use wasmtime::Store;
 
@@ -387,7 +388,14 @@ impl Instances {
         let outcome = tokio::time::timeout(limits.timeout, async {
             let guest = match guest {
                 Some(guest) => guest,
-                None => linking.instantiate(&mut store).await?,
+                None => {
+                    let started = Instant::now();
+                    let guest = linking.instantiate(&mut store).await?;
+                    if calling && optimised {
+                        self.ready.instantiated_in(started.elapsed());
+                    }
+                    guest
+                }
             };
             op(&mut store, guest).await
         })
@@ -401,13 +409,16 @@ impl Instances {
     }
 
     /// Makes one more instance of `linking` ahead in the background, for the calls
-    /// to come, when fewer than two wait or are being made for this component, a
-    /// place among the runtime's instances kept ahead is free, and an instance slot
-    /// is free now (never waiting for one: calls come first). It grants nothing; a
-    /// component whose instantiation reaches the host is never made ahead (see
-    /// ready.rs).
+    /// to come, when the component is slow to instantiate (see ready.rs), fewer than
+    /// two wait or are being made for this component, a place among the runtime's
+    /// instances kept ahead is free, and an instance slot is free now (never waiting
+    /// for one: calls come first). It grants nothing; a component whose
+    /// instantiation reaches the host is never made ahead (see ready.rs).
     fn make_ahead(&self, linking: Arc<Linking>, limits: &Limits) {
-        if !self.ready.start_making() {
+        if !self
+            .ready
+            .start_making(self.runtime.config().made_ahead_above)
+        {
             return;
         }
         let inner = &self.runtime.inner;
@@ -430,9 +441,11 @@ impl Instances {
             let made = match nothing {
                 Ok(sandbox) => {
                     let mut store = new_store(&linking, &limits, sandbox);
-                    match tokio::time::timeout(limits.timeout, linking.instantiate(&mut store))
-                        .await
-                    {
+                    let started = Instant::now();
+                    let made =
+                        tokio::time::timeout(limits.timeout, linking.instantiate(&mut store)).await;
+                    this.ready.instantiated_in(started.elapsed());
+                    match made {
                         Ok(Ok(guest)) if store.data().host_calls == 0 => {
                             Some(Made::new(store, guest, slot, kept))
                         }
