@@ -29,6 +29,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod allocator;
 mod approve;
 pub mod build;
 mod bundled;
