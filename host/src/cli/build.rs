@@ -44,7 +44,9 @@ pub(super) async fn build(path: Option<PathBuf>, out: Option<PathBuf>) -> Outcom
 }
 
 /// Writes into the component `file` the specs its code gives, replacing the file
-/// whole (a reader sees the old file or the new one).
+/// whole (a reader sees the old file or the new one). The new file is on disk before
+/// it takes the old one's name, so a crash in between leaves one or the other, not an
+/// empty file.
 async fn write_specs(file: &Path) -> Result<(), String> {
     // No compile cache: a build reads specs on baseline code and leaves no trace.
     let config = RuntimeConfig {
@@ -61,6 +63,7 @@ async fn write_specs(file: &Path) -> Result<(), String> {
     std::io::Write::write_all(&mut temp, &with).map_err(|e| e.to_string())?;
     let permissions = std::fs::metadata(file).map_err(|e| e.to_string())?;
     std::fs::set_permissions(temp.path(), permissions.permissions()).map_err(|e| e.to_string())?;
+    temp.as_file().sync_all().map_err(|e| e.to_string())?;
     temp.persist(file).map_err(|e| e.error.to_string())?;
     Ok(())
 }
