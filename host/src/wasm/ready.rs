@@ -19,9 +19,11 @@
 //! by default, for the quickest of its instantiations so far, in calls or ahead). An
 //! instance made on another thread costs more CPU than one made in the call: a second
 //! sandbox, a wake-up, and its memory written on another core's cache. For a Rust tool
-//! that instantiates in about 10 µs it is a loss: `word_count` on 2 cores took 28-33 µs
-//! of CPU a call made in the call against 48-58 µs made ahead, with a median no better
-//! and a p99 twice as long.
+//! that instantiates in about 10 µs it is a loss when calls come back to back:
+//! `word_count` on 2 cores, in process, took 28-33 µs of CPU a call made in the call
+//! against 48-58 µs made ahead, with a median no better and a p99 twice as long. (One
+//! client calling over stdio, whose next call comes after a gap, was served with less
+//! CPU made ahead, 52 µs against 58 µs: docs/performance.md.)
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};

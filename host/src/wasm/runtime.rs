@@ -49,8 +49,9 @@ pub struct RuntimeConfig {
     pub made_ahead: Option<u32>,
     /// Only a component whose quickest instantiation so far took at least this long
     /// is made ahead (see [`super::ready`]); quicker ones are made in their call,
-    /// which costs less. Default 100 µs: a Rust or C tool's component takes about
-    /// 10 µs, a Python or JavaScript one a millisecond or more.
+    /// which costs less when calls come back to back or many at once. Default 100 µs:
+    /// a Rust or C tool's component takes about 10 µs, a Python or JavaScript one a
+    /// millisecond or more.
     pub made_ahead_above: Duration,
 }
 
