@@ -62,6 +62,7 @@ mod tls;
 mod tool;
 pub mod upstream;
 pub mod wasm;
+mod whole_file;
 
 pub use approve::{AllowByReadOnly, ApprovalRequest, Approver, Decision};
 pub use call::CallContext;

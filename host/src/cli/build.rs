@@ -63,7 +63,5 @@ async fn write_specs(file: &Path) -> Result<(), String> {
     std::io::Write::write_all(&mut temp, &with).map_err(|e| e.to_string())?;
     let permissions = std::fs::metadata(file).map_err(|e| e.to_string())?;
     std::fs::set_permissions(temp.path(), permissions.permissions()).map_err(|e| e.to_string())?;
-    temp.as_file().sync_all().map_err(|e| e.to_string())?;
-    temp.persist(file).map_err(|e| e.error.to_string())?;
-    Ok(())
+    crate::whole_file::replace(temp, file).map_err(|e| e.to_string())
 }

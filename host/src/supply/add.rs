@@ -339,11 +339,11 @@ impl Add {
         lock.components.insert(name.to_owned(), entry.clone());
         lock.save(&self.lock)?;
         let replaced = target.symlink_metadata().is_ok();
-        if let Err(e) = fetched.temp.persist(&target) {
+        if let Err(error) = crate::whole_file::replace(fetched.temp, &target) {
             let _ = before.save(&self.lock);
             return Err(AddError::Io {
                 file: target,
-                error: e.error,
+                error,
             });
         }
         Ok((entry, replaced))

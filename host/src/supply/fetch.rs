@@ -95,7 +95,6 @@ fn from_path(
         hasher.update(chunk);
         temp.write_all(chunk).map_err(FetchProblem::Write)?;
     }
-    temp.as_file().sync_all().map_err(FetchProblem::Write)?;
     Ok(Fetched {
         temp,
         sha256: hex::encode(hasher.finalize()),

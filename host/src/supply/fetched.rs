@@ -21,8 +21,9 @@ impl Default for FetchLimits {
     }
 }
 
-/// A component fetched into a temporary file of the plugins folder: renamed into
-/// place ([`Fetched::persist`]) once checked, removed when dropped otherwise.
+/// A component fetched into a temporary file of the plugins folder: put in place
+/// whole once checked (its bytes synced to disk first), removed when dropped
+/// otherwise.
 #[derive(Debug)]
 pub struct Fetched {
     /// The temporary file (its name does not end in `.wasm`, so no load reads it).

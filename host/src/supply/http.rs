@@ -164,7 +164,6 @@ impl Http {
             hasher.update(&chunk);
             file.write_all(&chunk).map_err(FetchProblem::Write)?;
         }
-        file.sync_all().map_err(FetchProblem::Write)?;
         Ok(Written {
             sha256: hex::encode(hasher.finalize()),
             size,

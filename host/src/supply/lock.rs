@@ -190,10 +190,8 @@ impl Lock {
         crate::supply::fetched::readable(&mut builder);
         let mut temp = builder.tempfile_in(folder).map_err(|e| fail("write", e))?;
         temp.write_all(self.to_text().as_bytes())
-            .and_then(|()| temp.as_file().sync_all())
             .map_err(|e| fail("write", e))?;
-        temp.persist(file).map_err(|e| fail("write", e.error))?;
-        Ok(())
+        crate::whole_file::replace(temp, file).map_err(|e| fail("write", e))
     }
 
     /// The component whose file is `file` (a file name in the plugins folder).

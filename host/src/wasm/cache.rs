@@ -229,7 +229,8 @@ impl CompileCache {
         unsafe { Component::deserialize(engine, &compiled) }
     }
 
-    /// Writes to a temporary file and renames it, so a reader never sees half a file.
+    /// Writes to a temporary file and puts it in place whole (see `whole_file`), so
+    /// neither a reader nor a start after a crash sees half a file.
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
         cache_private::check_folder(&self.dir)?;
         let mut tmp = tempfile::Builder::new()
@@ -238,8 +239,7 @@ impl CompileCache {
             .rand_bytes(TEMP_RANDOM)
             .tempfile_in(&self.dir)?;
         tmp.write_all(compiled)?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        crate::whole_file::replace(tmp, path)
     }
 
     /// Trims the cache: removes the entries no load used for [`MAX_UNUSED`], then,
