@@ -85,9 +85,7 @@ impl WasmRuntime {
     /// Refuses `code`'s calls for `why`, counted in [`WasmRuntime::specs_refused`];
     /// the `piton:specs` section of the component `sha256` is not read again.
     pub(super) fn refuse(&self, code: &Code, sha256: &str, why: &str) {
-        (self.inner.refused_digests.lock())
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(sha256.to_owned());
+        self.inner.refused_digests.insert(sha256);
         if code.refuse(why) {
             tracing::warn!(
                 why,

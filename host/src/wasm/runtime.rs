@@ -183,7 +183,7 @@ pub(crate) struct Inner {
     pub(crate) refused: tokio::sync::watch::Sender<u64>,
     /// The components whose specs were refused: their `piton:specs` sections are not
     /// read again (see `section`).
-    pub(crate) refused_digests: Mutex<std::collections::HashSet<String>>,
+    pub(crate) refused_digests: super::section::Refused,
     /// The threads optimised compiles run their functions on (see `optimise`), made
     /// with the first; `None` in it when they could not be made.
     pub(crate) optimise_pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
@@ -296,7 +296,7 @@ impl WasmRuntime {
                 compiles_baseline: AtomicU32::new(0),
                 cache_counts: Arc::default(),
                 refused: tokio::sync::watch::Sender::new(0),
-                refused_digests: Mutex::default(),
+                refused_digests: super::section::Refused::default(),
                 optimise_pool: std::sync::OnceLock::new(),
                 cores,
                 in_flight: AtomicU32::new(0),

@@ -32,6 +32,43 @@ pub(crate) enum Sections {
 /// The custom section's name.
 pub(crate) const NAME: &str = "piton:specs";
 
+/// The most refused components a process remembers (see [`Refused`]).
+const MAX_REFUSED: usize = 1024;
+
+/// The components (by digest) whose sections this process refused: their sections
+/// are not read again. At most [`MAX_REFUSED`], so that components with lying
+/// sections dropped into the folder one after another cannot grow it for ever; past
+/// it all are forgotten at once, and a forgotten one's section is believed again only
+/// until its code is compiled, as the first time.
+#[derive(Debug, Default)]
+pub(crate) struct Refused(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl Refused {
+    /// Remembers that the section of the component `sha256` was refused.
+    pub(crate) fn insert(&self, sha256: &str) {
+        let mut refused = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if refused.len() >= MAX_REFUSED && !refused.contains(sha256) {
+            refused.clear();
+        }
+        refused.insert(sha256.to_owned());
+    }
+
+    /// Whether the section of the component `sha256` was refused.
+    pub(crate) fn contains(&self, sha256: &str) -> bool {
+        (self.0.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(sha256)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
 /// What the section's first field says: which piton wrote it, for which contract.
 const FORMAT: &str = "piton specs section 1, piton:tool 0.1";
 
@@ -309,6 +346,21 @@ mod tests {
 
     fn tool() -> Declared {
         Declared::example("count")
+    }
+
+    #[test]
+    fn refused_sections_are_remembered_up_to_a_bound() {
+        let refused = Refused::default();
+        refused.insert("a");
+        refused.insert("a");
+        assert!(refused.contains("a") && !refused.contains("b"));
+        assert_eq!(refused.len(), 1);
+        for n in 0..MAX_REFUSED * 3 {
+            refused.insert(&format!("{n:064x}"));
+            assert!(refused.len() <= MAX_REFUSED);
+        }
+        // The one refused last is always remembered.
+        assert!(refused.contains(&format!("{:064x}", MAX_REFUSED * 3 - 1)));
     }
 
     #[test]
