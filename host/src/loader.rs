@@ -281,13 +281,10 @@ impl Loader {
     /// one piton.lock records for its file (see [`crate::supply::lock`]; a lock that
     /// cannot be read stops the load), nor a tool whose name another file
     /// declares too (see [`crate::name_claims`]). Then the compile cache is trimmed:
-    /// see [`WasmRuntime::trim_cache`]. Optimised compiles queued meanwhile start
-    /// when it returns (see [`WasmRuntime::hold_optimising`]).
+    /// see [`WasmRuntime::trim_cache`]. Optimised compiles start once it returns.
     pub async fn load(&self) -> Result<Loaded, LoaderError> {
-        // No optimised compile starts until the whole load is done, not only the
-        // plugins' read: they take both cores, and a start with 100 components
-        // (specs in) then answered its first `tools/list` after 200-400 ms in most
-        // runs, against about 60 ms in every run with them held to here.
+        // Held for the whole load, not only the read: on 2 cores they slowed the rest
+        // of it several times over (docs/performance.md, "Where a start ... waited").
         let _held = self.runtime.hold_optimising();
         let started = std::time::SystemTime::now();
         let config = self.read_config()?;
