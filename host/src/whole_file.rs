@@ -15,12 +15,18 @@ use tempfile::NamedTempFile;
 pub(crate) fn replace(temp: NamedTempFile, target: &Path) -> io::Result<()> {
     temp.as_file().sync_all()?;
     temp.persist(target).map_err(|e| e.error)?;
-    let folder = target.parent().filter(|p| !p.as_os_str().is_empty());
-    let folder = folder.unwrap_or_else(|| Path::new("."));
+    let folder = folder_of(target);
     if let Err(error) = sync_folder(folder) {
         tracing::debug!(folder = %folder.display(), %error, "cannot sync a folder after a rename");
     }
     Ok(())
+}
+
+/// The folder `file` is in, where its temporary file goes: `.` for a bare name.
+pub(crate) fn folder_of(file: &Path) -> &Path {
+    file.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."))
 }
 
 #[cfg(unix)]
@@ -67,6 +73,12 @@ mod tests {
         let fresh = dir.path().join("piton.lock");
         replace(temp_in(dir.path(), b"lock"), &fresh).unwrap();
         assert_eq!(std::fs::read(&fresh).unwrap(), b"lock");
+    }
+
+    #[test]
+    fn a_bare_file_name_is_in_the_current_folder() {
+        assert_eq!(folder_of(Path::new("piton.lock")), Path::new("."));
+        assert_eq!(folder_of(Path::new("plugins/a.wasm")), Path::new("plugins"));
     }
 
     #[test]

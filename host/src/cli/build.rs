@@ -57,8 +57,7 @@ async fn write_specs(file: &Path) -> Result<(), String> {
     let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
     let source = ToolSource::File(file.to_path_buf());
     let with = (runtime.with_specs_section(source, bytes).await).map_err(|e| e.to_string())?;
-    let folder = file.parent().filter(|p| !p.as_os_str().is_empty());
-    let mut temp = tempfile::NamedTempFile::new_in(folder.unwrap_or(Path::new(".")))
+    let mut temp = tempfile::NamedTempFile::new_in(crate::whole_file::folder_of(file))
         .map_err(|e| e.to_string())?;
     std::io::Write::write_all(&mut temp, &with).map_err(|e| e.to_string())?;
     let permissions = std::fs::metadata(file).map_err(|e| e.to_string())?;

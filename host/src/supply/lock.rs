@@ -183,8 +183,7 @@ impl Lock {
             file: file.to_path_buf(),
             problem: LockProblem::Io(what, e),
         };
-        let folder = file.parent().filter(|p| !p.as_os_str().is_empty());
-        let folder = folder.unwrap_or_else(|| Path::new("."));
+        let folder = crate::whole_file::folder_of(file);
         let mut builder = tempfile::Builder::new();
         builder.prefix(".piton-lock-");
         crate::supply::fetched::readable(&mut builder);
